@@ -1,0 +1,32 @@
+#include "memory_backend.h"
+#include "sluice/backends.h"
+#include "sluice/internal/strings.h"
+#include "sqlite_backend.h"
+
+namespace sluice {
+
+absl::StatusOr<std::unique_ptr<Backend>> OpenBackend(std::string_view url) {
+  if (url == "memory:" || url == "memory") {
+    return std::unique_ptr<Backend>(std::make_unique<MemoryBackend>());
+  }
+  if (url.starts_with("sqlite:")) {
+    std::string path(url.substr(7));
+    if (path.empty()) {
+      return absl::InvalidArgumentError(
+          "backend URL \"sqlite:\" has no path; use sqlite:PATH");
+    }
+    absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
+        SqliteBackend::Open(path);
+    if (!backend.ok()) return backend.status();
+    return std::unique_ptr<Backend>(std::move(*backend));
+  }
+  if (url.starts_with("postgres://") || url.starts_with("postgresql://")) {
+    return absl::UnimplementedError(
+        "the Postgres backend is not part of this build");
+  }
+  return absl::InvalidArgumentError(StrCat(
+      "backend URL \"", url,
+      "\" is not recognized; use memory:, sqlite:PATH or postgres://..."));
+}
+
+}  // namespace sluice

@@ -1,0 +1,55 @@
+// The SQLite backend: the embedded default.
+//
+// One database file in WAL mode; several processes on one machine may share
+// it. Every transaction is BEGIN IMMEDIATE, so it holds SQLite's write lock
+// from its start: transactions are serializable and row locks (LockMode) are
+// implied. Within a process, transactions queue on a mutex; across
+// processes, on SQLite's busy timeout. The backend creates its schema on
+// first open and records the schema version in `PRAGMA user_version`.
+//
+// Thread-safety: safe for concurrent use; a Transaction belongs to one thread.
+#ifndef SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_
+#define SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
+#include "sluice/backend.h"
+
+namespace sluice {
+
+struct SqliteOptions {
+  // How long a transaction waits for another process's write lock before
+  // failing with kUnavailable.
+  absl::Duration busy_timeout = absl::Seconds(10);
+  // synchronous=FULL makes every commit durable against power loss; the
+  // default (NORMAL) is durable against process crashes.
+  bool synchronous_full = false;
+};
+
+class SqliteBackend : public Backend {
+ public:
+  // The schema version this build creates and expects.
+  static constexpr int kSchemaVersion = 1;
+
+  // Opens (creating if needed) the database at `path`. Fails with
+  // kFailedPrecondition if the file holds a newer schema than this build.
+  static absl::StatusOr<std::unique_ptr<SqliteBackend>> Open(
+      const std::string& path, SqliteOptions options = {});
+  ~SqliteBackend() override;
+
+  std::string_view name() const override { return "sqlite"; }
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin() override;
+
+  struct Connection;
+
+ private:
+  explicit SqliteBackend(std::unique_ptr<Connection> connection);
+  std::unique_ptr<Connection> connection_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_

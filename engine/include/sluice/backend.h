@@ -1,0 +1,219 @@
+// The storage backend interface: the spine every backend implements.
+//
+// Backends store and fetch; the engine decides. A Transaction offers typed
+// operations on the model's records and the queue operations, so a task's
+// transition and its message move together or not at all.
+//
+// Contract for every method:
+// - A call that fails leaves the transaction unusable: the caller must drop
+//   it, which rolls back everything the transaction did.
+// - Nothing a transaction does is visible to others before Commit() succeeds;
+//   a failed Commit() applies nothing.
+// - Time comes from the caller: no backend reads a clock of its own.
+// - Errors use Abseil's retry meaning: kAborted (serialization failure or a
+//   lost race: retry the transaction), kUnavailable (connection or I/O
+//   trouble: retry later), kAlreadyExists / kNotFound (the record says so),
+//   kInternal (the stored data is corrupt).
+// - Row locks: GetRun(..., kForUpdate) locks a run row until the end of the
+//   transaction. The engine locks runs in ascending id order, and a run before
+//   its step states and tasks. Backends whose transactions are exclusive
+//   (memory, SQLite) may ignore locks.
+//
+// A Transaction is used by one thread at a time. A Backend is safe for
+// concurrent use.
+#ifndef SLUICE_BACKEND_H_
+#define SLUICE_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sluice/records.h"
+
+namespace sluice {
+
+enum class LockMode { kNone, kForUpdate };
+
+// Which task fields a read fills. kNoPayloads leaves input and output empty,
+// for paths that only need a task's state.
+enum class TaskFields { kAll, kNoPayloads };
+
+// A conditional task write: applied only if the stored task still has
+// `expected_status` and `expected_attempts` (compare-and-set). It writes the
+// mutable fields: status, attempts, output, error, started_at, finished_at,
+// stall_at, requeued_count and worker_id. Input, queue_name, message_id and
+// queued_at never change after creation.
+struct TaskUpdate {
+  TaskRecord task;
+  TaskStatus expected_status = TaskStatus::kQueued;
+  int expected_attempts = 0;
+};
+
+// Where a message is.
+struct MessageLocation {
+  bool archived = false;
+  MessageRecord message;
+};
+
+class Transaction {
+ public:
+  virtual ~Transaction() = default;  // rolls back unless committed
+
+  // Makes every change visible at once. After this the transaction is done.
+  virtual absl::Status Commit() = 0;
+
+  // --- Flows and the queue registry --------------------------------------
+
+  // Serializes every transaction that deploys `flow_slug` until this one ends.
+  virtual absl::Status LockFlowSlug(std::string_view flow_slug) = 0;
+  virtual absl::StatusOr<std::optional<FlowRecord>> GetFlow(
+      std::string_view flow_slug) = 0;
+  // kAlreadyExists if a flow with this slug exists.
+  virtual absl::Status InsertFlow(const FlowRecord& flow) = 0;
+  virtual absl::StatusOr<std::vector<FlowRecord>> ListFlows() = 0;
+
+  // The registry entry for a queue, if registered.
+  virtual absl::StatusOr<std::optional<QueueRecord>> GetQueue(
+      std::string_view name) = 0;
+  // Whether the physical queue exists, registered or not.
+  virtual absl::StatusOr<bool> QueueExists(std::string_view name) = 0;
+  // Registers and creates the physical queue. kAlreadyExists if registered.
+  virtual absl::Status CreateQueue(const QueueRecord& queue) = 0;
+
+  // --- Runs ---------------------------------------------------------------
+
+  // kAlreadyExists if any run id exists.
+  virtual absl::Status InsertRuns(std::span<const RunRecord> runs) = 0;
+  virtual absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
+                                                          LockMode lock) = 0;
+  // Writes status, output, remaining_steps, error and finished_at.
+  // kNotFound if the run does not exist.
+  virtual absl::Status UpdateRun(const RunRecord& run) = 0;
+  // Adds `delta` to remaining_steps and returns the new value.
+  virtual absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id,
+                                                   int delta) = 0;
+  // Runs of `flow_slug` (all flows if empty), newest first, at most `limit`.
+  virtual absl::StatusOr<std::vector<RunRecord>> ListRuns(
+      std::string_view flow_slug, int limit) = 0;
+
+  // --- Step states --------------------------------------------------------
+
+  virtual absl::Status InsertStepStates(
+      std::span<const StepStateRecord> states) = 0;
+  // All step states of a run, by step index.
+  virtual absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
+      const RunId& run_id) = 0;
+  // Writes status, initial_tasks, remaining_tasks, output, error, skip_reason,
+  // started_at and finished_at (remaining_deps only moves by the add below).
+  virtual absl::Status UpdateStepStates(
+      std::span<const StepStateRecord> states) = 0;
+  // Add `delta` to a counter and return the new value.
+  virtual absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id,
+                                                    int step_index,
+                                                    int delta) = 0;
+  virtual absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id,
+                                                   int step_index,
+                                                   int delta) = 0;
+
+  // --- Tasks --------------------------------------------------------------
+
+  // kAlreadyExists if any task key, or any (queue_name, message_id), exists.
+  virtual absl::Status InsertTasks(std::span<const TaskRecord> tasks) = 0;
+  // One entry per key, in order; nullopt where no such task exists.
+  virtual absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
+      std::span<const TaskKey> keys, TaskFields fields) = 0;
+  // The tasks whose message is (queue, id), one entry per id, in order.
+  virtual absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+  GetTasksByMessage(std::string_view queue,
+                    std::span<const int64_t> message_ids,
+                    TaskFields fields) = 0;
+  // Applies each compare-and-set update; returns, per update, whether it
+  // applied.
+  virtual absl::StatusOr<std::vector<bool>> UpdateTasks(
+      std::span<const TaskUpdate> updates) = 0;
+  // The queued and started tasks of a run (of one step if `step_index` is
+  // set), by step then task index.
+  virtual absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
+      const RunId& run_id, std::optional<int> step_index,
+      TaskFields fields) = 0;
+  // All tasks of a run, by step then task index.
+  virtual absl::StatusOr<std::vector<TaskRecord>> ListTasks(
+      const RunId& run_id) = 0;
+  // The outputs of one step's tasks, by task index (nullopt where absent).
+  virtual absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
+      const RunId& run_id, int step_index) = 0;
+  // Started tasks whose stall_at is before `now`, earliest first, at most
+  // `limit`. Locks them; skips tasks other transactions hold.
+  virtual absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
+      absl::Time now, int limit) = 0;
+
+  // --- Outbox -------------------------------------------------------------
+
+  // Appends reports; returns the ids assigned, in order.
+  virtual absl::StatusOr<std::vector<int64_t>> AppendReports(
+      std::span<const OutboxReport> reports) = 0;
+  // Deletes and returns those of `report_ids` still present, by id. A report
+  // another transaction holds is skipped.
+  virtual absl::StatusOr<std::vector<OutboxReport>> TakeReports(
+      std::span<const int64_t> report_ids) = 0;
+  // Deletes and returns up to `limit` reports created before `created_before`,
+  // oldest first, skipping those other transactions hold.
+  virtual absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
+      absl::Time created_before, int limit) = 0;
+  virtual absl::StatusOr<int64_t> CountReports() = 0;
+
+  // --- Queues (pgmq semantics) -------------------------------------------
+  // kNotFound for a queue that does not exist.
+
+  // Inserts messages in order with enqueued_at = now; returns their ids.
+  virtual absl::StatusOr<std::vector<int64_t>> SendMessages(
+      std::string_view queue, std::span<const OutgoingMessage> messages,
+      absl::Time now) = 0;
+  // Takes up to `limit` messages visible at `now` (visible_at <= now) in id
+  // order, skipping any another transaction holds; sets each one's
+  // visible_at to `visible_until` and adds 1 to its read_count.
+  virtual absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until) = 0;
+  // Sets visible_at of live messages; ids not live are skipped.
+  virtual absl::Status SetVisibility(
+      std::string_view queue, std::span<const VisibilityUpdate> updates) = 0;
+  // Moves live messages to the archive; ids not live are skipped.
+  virtual absl::Status ArchiveMessages(std::string_view queue,
+                                       std::span<const int64_t> message_ids,
+                                       absl::Time now) = 0;
+  // Finds a message, live or archived.
+  virtual absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
+      std::string_view queue, int64_t message_id) = 0;
+
+  // --- Workers ------------------------------------------------------------
+
+  virtual absl::Status UpsertWorker(const WorkerRecord& worker) = 0;
+  virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
+};
+
+class Backend {
+ public:
+  // The interface version this header describes. A backend built against an
+  // older header reports that version and the engine refuses it.
+  static constexpr int kInterfaceVersion = 1;
+
+  virtual ~Backend() = default;
+  virtual int interface_version() const { return kInterfaceVersion; }
+  // "memory", "sqlite", ...
+  virtual std::string_view name() const = 0;
+  // Starts a read-write transaction. May block while another process or
+  // thread holds the write lock; kUnavailable if it can't start.
+  virtual absl::StatusOr<std::unique_ptr<Transaction>> Begin() = 0;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_BACKEND_H_

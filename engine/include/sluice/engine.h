@@ -1,0 +1,219 @@
+// The engine: deploys flows, starts runs, and moves tasks through their
+// lifecycle on a storage backend.
+//
+//   auto backend = sluice::OpenBackend("sqlite:app.db");
+//   auto engine = sluice::Engine::Create(*backend);
+//   (*engine)->Deploy(flow);
+//   absl::StatusOr<sluice::RunId> run = (*engine)->StartRun("resize_album", input);
+//   auto worker = (*engine)->StartWorker(flow, {.concurrency = 8});
+//
+// Every call validates its input before touching the backend and returns
+// kInvalidArgument, naming the problem, without changing anything.
+// The task path (Claim, FinishTasks, ApplyReports, RecoverStalledTasks) is
+// what workers call; tests drive it directly under a ManualClock.
+//
+// Thread-safety: safe for concurrent use.
+#ifndef SLUICE_ENGINE_H_
+#define SLUICE_ENGINE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sluice/backend.h"
+#include "sluice/clock.h"
+#include "sluice/events.h"
+#include "sluice/flow.h"
+#include "sluice/json.h"
+#include "sluice/records.h"
+#include "sluice/task_context.h"
+#include "sluice/worker.h"
+
+namespace sluice {
+
+struct EngineOptions {
+  Clock* clock = Clock::Real();
+  LogSink log;  // defaults to stderr for warnings and errors
+  // Added to a task's effective timeout for its message's visibility.
+  absl::Duration claim_grace = absl::Seconds(2);
+  // Added to a task's effective timeout before stall recovery takes it back.
+  absl::Duration recovery_grace = absl::Seconds(30);
+  // Times stall recovery requeues a task before failing it.
+  int stall_budget = 3;
+  // The reconcile path applies reports older than this.
+  absl::Duration report_stale_after = absl::Seconds(10);
+  size_t max_payload_bytes = kMaxPayloadBytes;
+};
+
+enum class DeployOutcome {
+  kCompiled,  // the flow was new and is now stored
+  kVerified,  // the stored flow is identical
+};
+std::string_view ToString(DeployOutcome outcome);
+
+// A run with its step states and tasks.
+struct RunView {
+  RunRecord run;
+  std::vector<StepStateRecord> steps;
+  std::vector<TaskRecord> tasks;
+};
+
+// The (flow, step) pairs a worker runs handlers for.
+class StepSet {
+ public:
+  void Add(std::string_view flow_slug, int step_index);
+  void AddFlow(const FlowShape& flow);
+  bool Contains(std::string_view flow_slug, int step_index) const;
+
+ private:
+  std::vector<std::pair<std::string, std::vector<bool>>> flows_;
+};
+
+struct ClaimRequest {
+  std::string queue;
+  std::string worker_id;
+  StepSet served;
+  int limit = 10;
+};
+
+struct ClaimedTask {
+  TaskKey key;
+  std::string flow_slug;
+  std::string step_slug;
+  int attempt = 1;
+  int max_attempts = 1;
+  Json input;
+  absl::Time deadline;  // claim time plus the effective timeout
+};
+
+// A handler's result for one attempt: an output, or the error that failed
+// it (see errors.h for RetryAfter and NonRetryable).
+struct TaskResult {
+  TaskKey key;
+  int attempt = 1;
+  absl::StatusOr<Json> outcome;
+};
+
+// What FinishTasks did with one result.
+enum class ResultDisposition {
+  kCompleted,  // stored; a report will release dependents
+  kRetrying,   // failed; queued again after a delay
+  kFailed,     // failed for good; a report applies when_exhausted
+  kStale,      // the attempt no longer owns the task; nothing changed
+};
+
+struct FinishOutcome {
+  std::vector<ResultDisposition> dispositions;  // one per result
+  std::vector<int64_t> report_ids;              // to apply
+};
+
+// A worker's lease on a claimed task.
+struct Lease {
+  TaskKey key;
+  int attempt = 1;
+};
+
+// A queue and the live workers serving it.
+struct QueueCoverage {
+  std::string queue;
+  std::vector<std::string> flows;
+  int live_workers = 0;
+};
+
+class Engine {
+ public:
+  // The backend must outlive the engine.
+  static absl::StatusOr<std::unique_ptr<Engine>> Create(
+      Backend& backend, EngineOptions options = {});
+  ~Engine();
+
+  // Compiles `flow` into the backend, or verifies the stored copy matches.
+  // A stored flow that differs fails with kFailedPrecondition listing every
+  // difference, and changes nothing. Deploy a changed shape under a new slug.
+  absl::StatusOr<DeployOutcome> Deploy(const Flow& flow);
+
+  // Starts a run of a deployed flow. `input` must fit max_payload_bytes, and
+  // be an array if the flow has a root map step.
+  absl::StatusOr<RunId> StartRun(std::string_view flow_slug, const Json& input);
+  // Starts many runs in one transaction: all or none.
+  absl::StatusOr<std::vector<RunId>> StartRuns(std::string_view flow_slug,
+                                               std::span<const Json> inputs);
+  // Cancels a started run: every unfinished task is cancelled and its message
+  // archived. kFailedPrecondition if the run already ended.
+  absl::Status CancelRun(const RunId& run_id);
+
+  absl::StatusOr<RunView> GetRun(const RunId& run_id);
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
+                                                  int limit);
+
+  // --- The task path -------------------------------------------------------
+
+  // Reads up to `limit` messages from one queue, classifies the whole batch,
+  // then claims: queued tasks this worker serves are started (attempt + 1)
+  // with their message hidden for the effective timeout; started ones are
+  // benign duplicates; terminal ones are archived. A message with no task, on
+  // the wrong queue, or of a step the worker does not serve fails the call
+  // with kFailedPrecondition, claims nothing and leaves the batch visible.
+  absl::StatusOr<std::vector<ClaimedTask>> Claim(const ClaimRequest& request);
+
+  // Records handler results in one transaction. Completions and final
+  // failures append outbox reports; apply them with ApplyReports.
+  absl::StatusOr<FinishOutcome> FinishTasks(std::span<const TaskResult> results);
+
+  // Applies reports (the push path): moves step counters, starts dependents,
+  // settles runs. Reports already applied are skipped.
+  absl::Status ApplyReports(std::span<const int64_t> report_ids);
+  // The reconcile path: applies up to `limit` reports older than
+  // report_stale_after. Returns how many it applied.
+  absl::StatusOr<int> ApplyStaleReports(int limit);
+
+  // Requeues up to `limit` started tasks whose lease ran out; a task over its
+  // stall budget or out of attempts fails through when_exhausted. Returns the
+  // number of tasks handled.
+  absl::StatusOr<int> RecoverStalledTasks(int limit);
+
+  // Extends the leases of claimed tasks. Returns, per lease, whether the
+  // attempt still owns its task (false: stop the handler).
+  absl::StatusOr<std::vector<bool>> ExtendLeases(std::span<const Lease> leases);
+
+  // --- Workers -----------------------------------------------------------
+
+  // Deploys `flow` (Deploy), then registers and starts a worker serving the
+  // flow's queue. Fails without registering if deployment fails.
+  absl::StatusOr<std::unique_ptr<Worker>> StartWorker(const Flow& flow,
+                                                      WorkerOptions options = {});
+  // Queues of deployed flows and how many live workers serve each.
+  absl::StatusOr<std::vector<QueueCoverage>> Coverage(
+      absl::Duration liveness = absl::Seconds(30));
+
+  // Wakes workers idle on `queue` (all queues if empty).
+  void Wake(std::string_view queue = "");
+
+  // --- Events ------------------------------------------------------------
+
+  // Returns a subscription id for Unsubscribe.
+  int Subscribe(EventHandler handler);
+  void Unsubscribe(int subscription_id);
+
+  Clock& clock() const;
+  Backend& backend() const;
+  const EngineOptions& options() const;
+
+  class Impl;
+  Impl& impl() { return *impl_; }
+
+ private:
+  explicit Engine(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_H_

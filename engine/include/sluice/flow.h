@@ -1,0 +1,156 @@
+// Defining flows: DAGs of steps, with map fan-out.
+//
+//   sluice::Flow flow("resize_album", {.timeout = absl::Seconds(30)});
+//   flow.Step("list", ListPhotos)
+//       .Map("resize", {.depends_on = {"list"}}, ResizePhoto)
+//       .Step("publish", {.depends_on = {"resize"}, .max_attempts = 5},
+//             Publish);
+//
+// A single step's input is an object holding the run input under "run" and
+// each completed dependency's output under that dependency's slug. A map step
+// runs one task per element of an array (the run input for a root map, else
+// its one dependency's output); each task's input is its element and the
+// step's output is the array of task outputs in element order.
+//
+// Builder calls never fail: the first problem is recorded and returned by
+// Validate(), which every engine entry point calls before touching a backend.
+#ifndef SLUICE_FLOW_H_
+#define SLUICE_FLOW_H_
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "boost/json/value_from.hpp"
+#include "boost/json/value_to.hpp"
+#include "sluice/errors.h"
+#include "sluice/json.h"
+#include "sluice/task_context.h"
+
+namespace sluice {
+
+enum class StepKind { kSingle, kMap };
+
+// What happens when a step's condition is unmet or its attempts run out.
+enum class Policy {
+  kFail,         // the step fails, and with it the run
+  kSkip,         // the step is skipped; dependents run without its output
+  kSkipCascade,  // the step and everything downstream of it are skipped
+};
+
+// How a flow's tasks map onto physical queues.
+enum class QueueMode {
+  kFlow,  // every step uses one queue named lower(flow slug)
+};
+
+std::string_view ToString(StepKind kind);
+std::string_view ToString(Policy policy);
+std::string_view ToString(QueueMode mode);
+
+// Flow-wide defaults; a step may override each.
+struct FlowOptions {
+  int max_attempts = 3;                          // total attempts, >= 1
+  absl::Duration base_delay = absl::Seconds(5);  // retry backoff base, >= 0
+  absl::Duration timeout = absl::Seconds(60);    // task lease, > 0
+};
+
+struct StepSpec {
+  std::vector<std::string> depends_on;  // in order; each defined earlier
+  std::optional<int> max_attempts;
+  std::optional<absl::Duration> base_delay;
+  std::optional<absl::Duration> timeout;
+  std::optional<absl::Duration> start_delay;  // delay before tasks are visible
+  std::optional<Json> if_pattern;      // run only if input contains this
+  std::optional<Json> if_not_pattern;  // run only if input doesn't contain it
+  Policy when_unmet = Policy::kSkip;
+  Policy when_exhausted = Policy::kFail;
+};
+
+// A step as stored: everything but the handler.
+struct StepShape {
+  std::string slug;
+  StepKind kind = StepKind::kSingle;
+  StepSpec spec;
+  std::string queue_name;  // physical queue for this step's tasks
+};
+
+// A flow as stored and compared at deployment: the complete ordered
+// definition, without handlers.
+struct FlowShape {
+  std::string slug;
+  FlowOptions options;
+  QueueMode queue_mode = QueueMode::kFlow;
+  std::vector<StepShape> steps;  // topological (definition) order
+
+  // The canonical JSON form that backends store.
+  Json ToJson() const;
+  static absl::StatusOr<FlowShape> FromJson(const Json& json);
+  // Every difference from `stored`, as readable sentences; empty if equal.
+  std::vector<std::string> DifferencesFrom(const FlowShape& stored) const;
+  // Index of the step named `slug`, or -1.
+  int StepIndex(std::string_view slug) const;
+};
+
+// A raw handler: JSON in, JSON out. Return an error to fail the attempt;
+// see errors.h for a chosen retry delay or a failure that must not retry.
+using Handler =
+    std::function<absl::StatusOr<Json>(const Json& input, TaskContext& ctx)>;
+
+// Wraps a typed handler: `In` and `Out` convert through Boost.JSON's
+// `value_to` / `value_from`. An input that does not convert fails the attempt
+// without retry.
+template <typename In, typename Out, typename F>
+Handler Typed(F function) {
+  return [function = std::move(function)](
+             const Json& input, TaskContext& ctx) -> absl::StatusOr<Json> {
+    auto decoded = boost::json::try_value_to<In>(input);
+    if (decoded.has_error()) {
+      return NonRetryable("handler input does not convert to the handler's type: " +
+                          decoded.error().message());
+    }
+    absl::StatusOr<Out> out = function(decoded.value(), ctx);
+    if (!out.ok()) return out.status();
+    return boost::json::value_from(*out);
+  };
+}
+
+class Flow {
+ public:
+  explicit Flow(std::string slug, FlowOptions options = {});
+
+  Flow& Step(std::string slug, Handler handler);
+  Flow& Step(std::string slug, StepSpec spec, Handler handler = nullptr);
+  Flow& Map(std::string slug, Handler handler);
+  Flow& Map(std::string slug, StepSpec spec, Handler handler = nullptr);
+
+  // OK, or kInvalidArgument naming the first problem: a bad slug, a duplicate
+  // step, an unknown or self dependency, a map step with more than one
+  // dependency, a queue name over 47 characters, an invalid option or pattern.
+  absl::Status Validate() const;
+  // Validate(), plus: every step has a handler.
+  absl::Status ValidateForWorker() const;
+
+  const std::string& slug() const { return shape_.slug; }
+  const FlowShape& shape() const { return shape_; }
+  const Handler& handler(int step_index) const { return handlers_[step_index]; }
+
+ private:
+  Flow& Add(std::string slug, StepKind kind, StepSpec spec, Handler handler);
+
+  FlowShape shape_;
+  std::vector<Handler> handlers_;
+  absl::Status first_error_;
+};
+
+// Slug rules shared by flows and steps: [a-zA-Z_][a-zA-Z0-9_]*, at most 128
+// characters, and not the reserved word "run". `what` names it in the error.
+absl::Status ValidateSlug(std::string_view slug, std::string_view what);
+
+}  // namespace sluice
+
+#endif  // SLUICE_FLOW_H_

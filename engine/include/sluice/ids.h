@@ -1,0 +1,46 @@
+// Run identifiers: random (version 4) UUIDs.
+#ifndef SLUICE_IDS_H_
+#define SLUICE_IDS_H_
+
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+
+namespace sluice {
+
+class RunId {
+ public:
+  RunId() = default;
+  RunId(uint64_t high, uint64_t low) : high_(high), low_(low) {}
+
+  // A fresh random id. Thread-safe.
+  static RunId Random();
+  // Parses the canonical 36-character form; kInvalidArgument otherwise.
+  static absl::StatusOr<RunId> Parse(std::string_view text);
+
+  // The canonical lowercase 8-4-4-4-12 form.
+  std::string ToString() const;
+  bool IsNil() const { return high_ == 0 && low_ == 0; }
+  uint64_t high() const { return high_; }
+  uint64_t low() const { return low_; }
+
+  friend auto operator<=>(const RunId&, const RunId&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const RunId& id) {
+    return H::combine(std::move(h), id.high_, id.low_);
+  }
+
+ private:
+  uint64_t high_ = 0;
+  uint64_t low_ = 0;
+};
+
+// A random worker id (UUID text). Thread-safe.
+std::string NewWorkerId();
+
+}  // namespace sluice
+
+#endif  // SLUICE_IDS_H_

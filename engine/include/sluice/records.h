@@ -1,0 +1,186 @@
+// The records a backend stores. Backends keep them; the engine decides every
+// transition. Times are the engine clock's; JSON is kept exactly.
+#ifndef SLUICE_RECORDS_H_
+#define SLUICE_RECORDS_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sluice/ids.h"
+#include "sluice/json.h"
+
+namespace sluice {
+
+enum class RunStatus { kStarted, kCompleted, kFailed, kCancelled };
+enum class StepStatus {
+  kCreated,
+  kStarted,
+  kCompleted,
+  kFailed,
+  kSkipped,
+  kCancelled
+};
+enum class TaskStatus {
+  kQueued,
+  kStarted,
+  kCompleted,
+  kFailed,
+  kSkipped,
+  kCancelled
+};
+enum class SkipReason {
+  kNone,
+  kConditionUnmet,     // its condition was false and when_unmet skipped it
+  kHandlerFailed,      // its attempts ran out and when_exhausted skipped it
+  kDependencySkipped,  // an upstream skip_cascade reached it
+};
+
+std::string_view ToString(RunStatus status);
+std::string_view ToString(StepStatus status);
+std::string_view ToString(TaskStatus status);
+std::string_view ToString(SkipReason reason);
+absl::StatusOr<RunStatus> ParseRunStatus(std::string_view text);
+absl::StatusOr<StepStatus> ParseStepStatus(std::string_view text);
+absl::StatusOr<TaskStatus> ParseTaskStatus(std::string_view text);
+absl::StatusOr<SkipReason> ParseSkipReason(std::string_view text);
+
+inline bool IsTerminal(RunStatus s) { return s != RunStatus::kStarted; }
+inline bool IsTerminal(StepStatus s) {
+  return s != StepStatus::kCreated && s != StepStatus::kStarted;
+}
+inline bool IsTerminal(TaskStatus s) {
+  return s != TaskStatus::kQueued && s != TaskStatus::kStarted;
+}
+
+// A deployed flow: its canonical definition (FlowShape::ToJson()).
+struct FlowRecord {
+  std::string slug;
+  Json definition;
+  absl::Time created_at;
+};
+
+// A physical queue in the registry. `owner_flow` is the concrete flow that
+// owns a private queue; empty means shared.
+struct QueueRecord {
+  std::string name;
+  std::string owner_flow;
+  absl::Time created_at;
+};
+
+struct RunRecord {
+  RunId run_id;
+  std::string flow_slug;
+  RunStatus status = RunStatus::kStarted;
+  Json input;
+  std::optional<Json> output;
+  int remaining_steps = 0;
+  std::string error;
+  absl::Time started_at;
+  std::optional<absl::Time> finished_at;  // completed, failed or cancelled
+};
+
+struct StepStateRecord {
+  RunId run_id;
+  int step_index = 0;
+  std::string step_slug;
+  StepStatus status = StepStatus::kCreated;
+  int remaining_deps = 0;
+  std::optional<int> initial_tasks;    // unknown for a map before its input
+  std::optional<int> remaining_tasks;  // set when the step starts
+  std::optional<Json> output;          // set when the step completes
+  std::string error;
+  SkipReason skip_reason = SkipReason::kNone;
+  std::optional<absl::Time> started_at;
+  std::optional<absl::Time> finished_at;
+};
+
+// Identifies a task within its run.
+struct TaskKey {
+  RunId run_id;
+  int step_index = 0;
+  int task_index = 0;
+
+  friend auto operator<=>(const TaskKey&, const TaskKey&) = default;
+  template <typename H>
+  friend H AbslHashValue(H h, const TaskKey& k) {
+    return H::combine(std::move(h), k.run_id, k.step_index, k.task_index);
+  }
+};
+
+struct TaskRecord {
+  TaskKey key;
+  std::string flow_slug;
+  TaskStatus status = TaskStatus::kQueued;
+  int attempts = 0;  // attempts claimed so far
+  Json input;        // the handler's input, fixed when the task is created
+  std::optional<Json> output;
+  std::string error;
+  // The task's message, fixed at creation; every queue operation uses it.
+  std::string queue_name;
+  int64_t message_id = 0;
+  absl::Time queued_at;
+  std::optional<absl::Time> started_at;   // the current attempt's claim
+  std::optional<absl::Time> finished_at;  // terminal time
+  // While started: when stall recovery may take the task back.
+  std::optional<absl::Time> stall_at;
+  int requeued_count = 0;  // times stall recovery requeued it
+  std::string worker_id;   // the worker of the current or last attempt
+};
+
+// What happened to a task, for report application.
+enum class ReportKind {
+  kCompleted,      // output stored; count it toward its step
+  kFailed,         // attempts used up; apply when_exhausted
+  kTypeViolation,  // output can't feed a dependent map; fail the run
+};
+std::string_view ToString(ReportKind kind);
+absl::StatusOr<ReportKind> ParseReportKind(std::string_view text);
+
+// An outbox entry: written in the same transaction as the task's terminal
+// transition, applied (and deleted) later by report application.
+struct OutboxReport {
+  int64_t report_id = 0;  // assigned by the backend, increasing
+  TaskKey task;
+  std::string flow_slug;
+  ReportKind kind = ReportKind::kCompleted;
+  absl::Time created_at;
+};
+
+// A queue message as pgmq keeps it.
+struct MessageRecord {
+  int64_t message_id = 0;
+  int read_count = 0;
+  absl::Time enqueued_at;
+  absl::Time visible_at;
+  Json body;
+};
+
+// A message to send: its body and when it becomes visible.
+struct OutgoingMessage {
+  Json body;
+  absl::Time visible_at;
+};
+
+// A visibility change for one message.
+struct VisibilityUpdate {
+  int64_t message_id = 0;
+  absl::Time visible_at;
+};
+
+// A registered worker.
+struct WorkerRecord {
+  std::string worker_id;
+  std::string queue_name;
+  std::string flow_slug;
+  absl::Time started_at;
+  absl::Time last_heartbeat_at;
+  std::optional<absl::Time> stopped_at;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_RECORDS_H_

@@ -1,0 +1,69 @@
+// What a handler learns about the task it runs.
+#ifndef SLUICE_TASK_CONTEXT_H_
+#define SLUICE_TASK_CONTEXT_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/time/time.h"
+#include "sluice/ids.h"
+
+namespace sluice {
+
+enum class LogLevel { kInfo, kWarning, kError };
+
+// Receives log lines. Never given message bodies or credentials.
+using LogSink = std::function<void(LogLevel, std::string_view)>;
+
+// Set once when the task should stop: its deadline passed, its run ended, or
+// the worker is shutting down. Safe for concurrent use.
+class CancelToken {
+ public:
+  bool cancelled() const { return flag_->load(std::memory_order_acquire); }
+  void Cancel() const { flag_->store(true, std::memory_order_release); }
+
+ private:
+  std::shared_ptr<std::atomic<bool>> flag_ =
+      std::make_shared<std::atomic<bool>>(false);
+};
+
+class TaskContext {
+ public:
+  struct Info {
+    RunId run_id;
+    std::string flow_slug;
+    std::string step_slug;
+    int task_index = 0;
+    int attempt = 1;  // 1 for the first attempt
+    int max_attempts = 1;
+    absl::Time deadline;  // claim time plus the step's effective timeout
+  };
+
+  TaskContext(Info info, CancelToken cancel, LogSink log = nullptr)
+      : info_(std::move(info)), cancel_(std::move(cancel)), log_(std::move(log)) {}
+
+  const RunId& run_id() const { return info_.run_id; }
+  const std::string& flow_slug() const { return info_.flow_slug; }
+  const std::string& step_slug() const { return info_.step_slug; }
+  int task_index() const { return info_.task_index; }
+  int attempt() const { return info_.attempt; }
+  int max_attempts() const { return info_.max_attempts; }
+  absl::Time deadline() const { return info_.deadline; }
+  const CancelToken& cancel_token() const { return cancel_; }
+  bool cancelled() const { return cancel_.cancelled(); }
+
+  // Logs `message`, prefixed with the flow, step, task and attempt.
+  void Log(LogLevel level, std::string_view message) const;
+
+ private:
+  Info info_;
+  CancelToken cancel_;
+  LogSink log_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_TASK_CONTEXT_H_

@@ -1,0 +1,61 @@
+// A worker: serves one physical queue in the host's process.
+//
+// It claims batches, runs handlers on its own threads up to a concurrency
+// limit, records results, applies its reports, extends leases while handlers
+// run, and sweeps stale reports and stalled tasks. It wakes on an in-process
+// signal when tasks are queued and polls as a fallback.
+#ifndef SLUICE_WORKER_H_
+#define SLUICE_WORKER_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+
+namespace sluice {
+
+struct WorkerOptions {
+  int concurrency = 10;  // handlers running at once
+  int batch_size = 10;   // messages read per claim
+  absl::Duration poll_interval = absl::Seconds(1);
+  // How often leases of claimed tasks are extended and the worker's
+  // registration refreshed. Keep it well under the shortest step timeout.
+  absl::Duration heartbeat_interval = absl::Seconds(5);
+  // How often stale reports are applied and stalled tasks recovered;
+  // zero disables the sweeper.
+  absl::Duration sweep_interval = absl::Seconds(5);
+  // How long Stop() waits for running handlers.
+  absl::Duration drain_timeout = absl::Seconds(30);
+  std::string worker_id;  // random if empty
+};
+
+struct WorkerStats {
+  int64_t claimed = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;  // failed attempts, retried or not
+  int64_t stale = 0;   // results that no longer owned their task
+};
+
+// Thread-safety: safe for concurrent use.
+class Worker {
+ public:
+  virtual ~Worker() = default;  // stops, as Stop() does
+
+  // Stops claiming, waits up to drain_timeout for running handlers, records
+  // their results and marks the worker stopped. Idempotent.
+  virtual absl::Status Stop() = 0;
+  // Blocks until the worker stops, by Stop() or a fatal error; returns that
+  // error (OK after a plain Stop()).
+  virtual absl::Status Wait() = 0;
+  // Waits at most `timeout`; false if the worker is still running.
+  virtual bool WaitFor(absl::Duration timeout) = 0;
+
+  virtual const std::string& id() const = 0;
+  virtual const std::string& queue() const = 0;
+  virtual WorkerStats stats() const = 0;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_WORKER_H_

@@ -1,0 +1,250 @@
+// Flow definitions: the builder and its validation.
+#include "sluice/flow.h"
+
+#include "sluice/internal/strings.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "queue_name.h"
+#include "sluice/errors.h"
+
+namespace sluice {
+namespace {
+
+constexpr size_t kMaxSlugLength = 128;
+constexpr int kMaxAttemptsLimit = 10'000;
+constexpr absl::Duration kMaxTimeout = absl::Hours(24 * 7);
+constexpr absl::Duration kMaxStartDelay = absl::Hours(24 * 365);
+
+bool IsSlugStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+bool IsSlugChar(char c) { return IsSlugStart(c) || (c >= '0' && c <= '9'); }
+
+absl::Status CheckDuration(std::string_view owner, std::string_view name,
+                           absl::Duration d, absl::Duration min, bool min_open,
+                           absl::Duration max) {
+  bool too_small = min_open ? d <= min : d < min;
+  if (d == absl::InfiniteDuration() || d == -absl::InfiniteDuration() ||
+      too_small || d > max) {
+    return absl::InvalidArgumentError(StrCat(
+        owner, ": ", name, " ", absl::FormatDuration(d), " is out of range; ",
+        "it must be ", min_open ? "over " : "at least ",
+        absl::FormatDuration(min), " and at most ", absl::FormatDuration(max)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckAttempts(std::string_view owner, int max_attempts) {
+  if (max_attempts < 1 || max_attempts > kMaxAttemptsLimit) {
+    return absl::InvalidArgumentError(StrCat(
+        owner, ": max_attempts ", max_attempts, " is out of range; it must be "
+        "between 1 and ", kMaxAttemptsLimit));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckFlowOptions(std::string_view owner, const FlowOptions& o) {
+  if (auto s = CheckAttempts(owner, o.max_attempts); !s.ok()) return s;
+  if (auto s = CheckDuration(owner, "base_delay", o.base_delay,
+                             absl::ZeroDuration(), false, kMaxRetryDelay);
+      !s.ok()) {
+    return s;
+  }
+  return CheckDuration(owner, "timeout", o.timeout, absl::ZeroDuration(), true,
+                       kMaxTimeout);
+}
+
+absl::Status CheckStepSpec(std::string_view owner, const StepSpec& spec) {
+  if (spec.max_attempts) {
+    if (auto s = CheckAttempts(owner, *spec.max_attempts); !s.ok()) return s;
+  }
+  if (spec.base_delay) {
+    if (auto s = CheckDuration(owner, "base_delay", *spec.base_delay,
+                               absl::ZeroDuration(), false, kMaxRetryDelay);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (spec.timeout) {
+    if (auto s = CheckDuration(owner, "timeout", *spec.timeout,
+                               absl::ZeroDuration(), true, kMaxTimeout);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (spec.start_delay) {
+    if (auto s = CheckDuration(owner, "start_delay", *spec.start_delay,
+                               absl::ZeroDuration(), false, kMaxStartDelay);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (spec.if_pattern && !spec.if_pattern->is_object()) {
+    return absl::InvalidArgumentError(StrCat(
+        owner, ": the \"if\" pattern must be a JSON object, not ",
+        JsonTypeName(*spec.if_pattern)));
+  }
+  if (spec.if_not_pattern && !spec.if_not_pattern->is_object()) {
+    return absl::InvalidArgumentError(StrCat(
+        owner, ": the \"if_not\" pattern must be a JSON object, not ",
+        JsonTypeName(*spec.if_not_pattern)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string_view ToString(StepKind kind) {
+  return kind == StepKind::kMap ? "map" : "single";
+}
+
+std::string_view ToString(Policy policy) {
+  switch (policy) {
+    case Policy::kFail:
+      return "fail";
+    case Policy::kSkip:
+      return "skip";
+    case Policy::kSkipCascade:
+      return "skip_cascade";
+  }
+  return "unknown";
+}
+
+std::string_view ToString(QueueMode) { return "flow"; }
+
+absl::Status ValidateSlug(std::string_view slug, std::string_view what) {
+  if (slug.empty()) {
+    return absl::InvalidArgumentError(StrCat(what, " slug is empty"));
+  }
+  if (slug.size() > kMaxSlugLength) {
+    return absl::InvalidArgumentError(
+        StrCat(what, " slug \"", slug.substr(0, 40), "...\" is ",
+                     slug.size(), " characters; the limit is ", kMaxSlugLength));
+  }
+  bool valid = IsSlugStart(slug[0]);
+  for (char c : slug) valid = valid && IsSlugChar(c);
+  if (!valid) {
+    return absl::InvalidArgumentError(StrCat(
+        what, " slug \"", slug,
+        "\" is invalid: use letters, digits and _, not starting with a digit"));
+  }
+  if (slug == "run") {
+    return absl::InvalidArgumentError(
+        StrCat(what, " slug \"run\" is reserved for the run input"));
+  }
+  return absl::OkStatus();
+}
+
+Flow::Flow(std::string slug, FlowOptions options) {
+  shape_.slug = std::move(slug);
+  shape_.options = options;
+  first_error_ = ValidateSlug(shape_.slug, "flow");
+  if (first_error_.ok()) {
+    first_error_ = CheckFlowOptions(StrCat("flow \"", shape_.slug, "\""),
+                                    options);
+  }
+  if (first_error_.ok()) {
+    std::string queue = queue_name::ForFlow(shape_.slug);
+    absl::Status s = queue_name::Validate(queue);
+    if (!s.ok()) {
+      first_error_ = absl::InvalidArgumentError(
+          StrCat("flow \"", shape_.slug, "\": ", s.message()));
+    }
+  }
+}
+
+Flow& Flow::Step(std::string slug, Handler handler) {
+  return Add(std::move(slug), StepKind::kSingle, {}, std::move(handler));
+}
+Flow& Flow::Step(std::string slug, StepSpec spec, Handler handler) {
+  return Add(std::move(slug), StepKind::kSingle, std::move(spec),
+             std::move(handler));
+}
+Flow& Flow::Map(std::string slug, Handler handler) {
+  return Add(std::move(slug), StepKind::kMap, {}, std::move(handler));
+}
+Flow& Flow::Map(std::string slug, StepSpec spec, Handler handler) {
+  return Add(std::move(slug), StepKind::kMap, std::move(spec),
+             std::move(handler));
+}
+
+Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
+                Handler handler) {
+  absl::Status status = [&]() -> absl::Status {
+    std::string flow_name = StrCat("flow \"", shape_.slug, "\"");
+    if (auto s = ValidateSlug(slug, StrCat(flow_name, ": step"));
+        !s.ok()) {
+      return s;
+    }
+    std::string owner = StrCat(flow_name, ": step \"", slug, "\"");
+    for (const StepShape& existing : shape_.steps) {
+      if (absl::AsciiStrToLower(existing.slug) == absl::AsciiStrToLower(slug)) {
+        return absl::InvalidArgumentError(StrCat(
+            owner, " is defined twice (step slugs are unique, ignoring case)"));
+      }
+    }
+    absl::flat_hash_set<std::string> seen;
+    for (const std::string& dep : spec.depends_on) {
+      if (dep == slug) {
+        return absl::InvalidArgumentError(
+            StrCat(owner, " depends on itself"));
+      }
+      if (shape_.StepIndex(dep) < 0) {
+        return absl::InvalidArgumentError(StrCat(
+            owner, " depends on unknown step \"", dep,
+            "\" (define a step before the steps that depend on it)"));
+      }
+      if (!seen.insert(dep).second) {
+        return absl::InvalidArgumentError(
+            StrCat(owner, " lists dependency \"", dep, "\" twice"));
+      }
+    }
+    if (kind == StepKind::kMap && spec.depends_on.size() > 1) {
+      return absl::InvalidArgumentError(StrCat(
+          owner, " is a map step with ", spec.depends_on.size(),
+          " dependencies; a map step maps over the run input or over exactly "
+          "one dependency's output"));
+    }
+    return CheckStepSpec(owner, spec);
+  }();
+  if (first_error_.ok() && !status.ok()) first_error_ = status;
+  StepShape step;
+  step.slug = std::move(slug);
+  step.kind = kind;
+  step.spec = std::move(spec);
+  step.queue_name = queue_name::ForFlow(shape_.slug);
+  shape_.steps.push_back(std::move(step));
+  handlers_.push_back(std::move(handler));
+  return *this;
+}
+
+absl::Status Flow::Validate() const {
+  if (!first_error_.ok()) return first_error_;
+  if (shape_.steps.empty()) {
+    return absl::InvalidArgumentError(StrCat(
+        "flow \"", shape_.slug, "\" has no steps; add at least one step"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Flow::ValidateForWorker() const {
+  if (auto s = Validate(); !s.ok()) return s;
+  for (size_t i = 0; i < shape_.steps.size(); ++i) {
+    if (!handlers_[i]) {
+      return absl::InvalidArgumentError(
+          StrCat("flow \"", shape_.slug, "\": step \"",
+                       shape_.steps[i].slug, "\" has no handler"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+void TaskContext::Log(LogLevel level, std::string_view message) const {
+  if (!log_) return;
+  log_(level, StrCat(info_.flow_slug, "/", info_.step_slug, "[",
+                           info_.task_index, "] attempt ", info_.attempt, ": ",
+                           message));
+}
+
+}  // namespace sluice

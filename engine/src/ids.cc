@@ -1,0 +1,72 @@
+#include "sluice/ids.h"
+
+#include <cstdio>
+
+#include "sluice/internal/strings.h"
+#include "absl/random/random.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+
+namespace sluice {
+namespace {
+
+uint64_t RandomWord() {
+  // absl::BitGen is not thread-safe; one per thread keeps ids cheap.
+  thread_local absl::BitGen gen;
+  return absl::Uniform<uint64_t>(gen);
+}
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+}  // namespace
+
+RunId RunId::Random() {
+  uint64_t high = RandomWord();
+  uint64_t low = RandomWord();
+  high = (high & ~0xF000ULL) | 0x4000ULL;  // version 4
+  low = (low & ~(0xC000ULL << 48)) | (0x8000ULL << 48);  // RFC 4122 variant
+  return RunId(high, low);
+}
+
+absl::StatusOr<RunId> RunId::Parse(std::string_view text) {
+  auto invalid = [&] {
+    return absl::InvalidArgumentError(StrCat(
+        "run id \"", text.substr(0, 64),
+        "\" is not a UUID (expected 8-4-4-4-12 hexadecimal digits)"));
+  };
+  if (text.size() != 36) return invalid();
+  uint64_t words[2] = {0, 0};
+  int digit = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (text[i] != '-') return invalid();
+      continue;
+    }
+    int v = HexValue(text[i]);
+    if (v < 0) return invalid();
+    uint64_t& word = words[digit / 16];
+    word = (word << 4) | static_cast<uint64_t>(v);
+    ++digit;
+  }
+  return RunId(words[0], words[1]);
+}
+
+std::string RunId::ToString() const {
+  char buf[37];
+  std::snprintf(buf, sizeof(buf), "%08x-%04x-%04x-%04x-%012llx",
+                static_cast<unsigned>(high_ >> 32),
+                static_cast<unsigned>((high_ >> 16) & 0xFFFF),
+                static_cast<unsigned>(high_ & 0xFFFF),
+                static_cast<unsigned>(low_ >> 48),
+                static_cast<unsigned long long>(low_ & 0xFFFFFFFFFFFFULL));
+  return std::string(buf, 36);
+}
+
+std::string NewWorkerId() { return RunId::Random().ToString(); }
+
+}  // namespace sluice

@@ -1,0 +1,90 @@
+#include "sluice/records.h"
+
+#include <array>
+#include <utility>
+
+#include "sluice/internal/strings.h"
+#include "absl/strings/str_cat.h"
+
+namespace sluice {
+namespace {
+
+template <typename E, size_t N>
+absl::StatusOr<E> ParseName(
+    const std::array<std::pair<E, std::string_view>, N>& names,
+    std::string_view text, std::string_view what) {
+  for (const auto& [value, name] : names) {
+    if (name == text) return value;
+  }
+  return absl::InternalError(
+      StrCat("stored ", what, " \"", text, "\" is not recognized"));
+}
+
+template <typename E, size_t N>
+std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& names,
+                        E value) {
+  for (const auto& [v, name] : names) {
+    if (v == value) return name;
+  }
+  return "unknown";
+}
+
+constexpr std::array<std::pair<RunStatus, std::string_view>, 4> kRunStatuses{{
+    {RunStatus::kStarted, "started"},
+    {RunStatus::kCompleted, "completed"},
+    {RunStatus::kFailed, "failed"},
+    {RunStatus::kCancelled, "cancelled"},
+}};
+constexpr std::array<std::pair<StepStatus, std::string_view>, 6> kStepStatuses{{
+    {StepStatus::kCreated, "created"},
+    {StepStatus::kStarted, "started"},
+    {StepStatus::kCompleted, "completed"},
+    {StepStatus::kFailed, "failed"},
+    {StepStatus::kSkipped, "skipped"},
+    {StepStatus::kCancelled, "cancelled"},
+}};
+constexpr std::array<std::pair<TaskStatus, std::string_view>, 6> kTaskStatuses{{
+    {TaskStatus::kQueued, "queued"},
+    {TaskStatus::kStarted, "started"},
+    {TaskStatus::kCompleted, "completed"},
+    {TaskStatus::kFailed, "failed"},
+    {TaskStatus::kSkipped, "skipped"},
+    {TaskStatus::kCancelled, "cancelled"},
+}};
+constexpr std::array<std::pair<SkipReason, std::string_view>, 4> kSkipReasons{{
+    {SkipReason::kNone, ""},
+    {SkipReason::kConditionUnmet, "condition_unmet"},
+    {SkipReason::kHandlerFailed, "handler_failed"},
+    {SkipReason::kDependencySkipped, "dependency_skipped"},
+}};
+constexpr std::array<std::pair<ReportKind, std::string_view>, 3> kReportKinds{{
+    {ReportKind::kCompleted, "completed"},
+    {ReportKind::kFailed, "failed"},
+    {ReportKind::kTypeViolation, "type_violation"},
+}};
+
+}  // namespace
+
+std::string_view ToString(RunStatus s) { return NameOf(kRunStatuses, s); }
+std::string_view ToString(StepStatus s) { return NameOf(kStepStatuses, s); }
+std::string_view ToString(TaskStatus s) { return NameOf(kTaskStatuses, s); }
+std::string_view ToString(SkipReason r) { return NameOf(kSkipReasons, r); }
+std::string_view ToString(ReportKind k) { return NameOf(kReportKinds, k); }
+
+absl::StatusOr<RunStatus> ParseRunStatus(std::string_view text) {
+  return ParseName(kRunStatuses, text, "run status");
+}
+absl::StatusOr<StepStatus> ParseStepStatus(std::string_view text) {
+  return ParseName(kStepStatuses, text, "step status");
+}
+absl::StatusOr<TaskStatus> ParseTaskStatus(std::string_view text) {
+  return ParseName(kTaskStatuses, text, "task status");
+}
+absl::StatusOr<SkipReason> ParseSkipReason(std::string_view text) {
+  return ParseName(kSkipReasons, text, "skip reason");
+}
+absl::StatusOr<ReportKind> ParseReportKind(std::string_view text) {
+  return ParseName(kReportKinds, text, "report kind");
+}
+
+}  // namespace sluice
