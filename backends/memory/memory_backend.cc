@@ -1,11 +1,24 @@
 #include "memory_backend.h"
 
-// Placeholder until the memory backend lands.
+#include <thread>
+
+#include "memory_state.h"
+#include "memory_transaction.h"
+
 namespace sluice {
-struct MemoryBackend::State {};
+
 MemoryBackend::MemoryBackend() : state_(std::make_unique<State>()) {}
+
 MemoryBackend::~MemoryBackend() = default;
+
 absl::StatusOr<std::unique_ptr<Transaction>> MemoryBackend::Begin() {
-  return absl::UnimplementedError("memory backend not built yet");
+  if (state_->holder.load(std::memory_order_relaxed) ==
+      std::this_thread::get_id()) {
+    return absl::FailedPreconditionError(
+        "this thread already has an open memory transaction; commit or drop "
+        "it before beginning another (waiting would deadlock)");
+  }
+  return std::make_unique<memory::MemoryTransaction>(*state_);
 }
+
 }  // namespace sluice

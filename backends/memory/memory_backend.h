@@ -4,9 +4,21 @@
 // transaction holds it until it commits or is dropped, so transactions run
 // one at a time in the order they begin. Changes are applied in place and an
 // undo log reverts them on rollback. Row locks (LockMode) are therefore
-// implied and ignored.
+// implied and ignored. A call that fails rolls the transaction back at once
+// and releases the lock; later calls on it return kFailedPrecondition.
 //
-// Thread-safety: safe for concurrent use; a Transaction belongs to one thread.
+// Semantics the interface leaves open, as the SQLite backend also does them:
+// step states and tasks need their run (kNotFound otherwise); an unset
+// remaining_tasks counts from 0; ListRuns breaks started_at ties by insert
+// order (later first); a limit of 0 or less lists nothing. Ids handed out
+// by a rolled-back transaction (messages, reports) are handed out again.
+// Nothing is ever deleted: memory grows with every run, task and archived
+// message.
+//
+// Thread-safety: safe for concurrent use; a Transaction belongs to one thread,
+// which must not Begin() another on the same backend while it is open (that
+// returns kFailedPrecondition instead of deadlocking). Transactions must not
+// outlive the backend.
 #ifndef SLUICE_BACKENDS_MEMORY_MEMORY_BACKEND_H_
 #define SLUICE_BACKENDS_MEMORY_MEMORY_BACKEND_H_
 

@@ -17,7 +17,10 @@ namespace sluice {
 
 struct WorkerOptions {
   int concurrency = 10;  // handlers running at once
-  int batch_size = 10;   // messages read per claim
+  // Messages read per claim. The worker holds at most
+  // max(concurrency, batch_size) claimed tasks, so a batch larger than the
+  // concurrency prefetches; their leases are extended while they wait.
+  int batch_size = 10;
   absl::Duration poll_interval = absl::Seconds(1);
   // How often leases of claimed tasks are extended and the worker's
   // registration refreshed. Keep it well under the shortest step timeout.

@@ -1,0 +1,78 @@
+#include "catalog.h"
+
+#include <utility>
+
+#include "sluice/internal/strings.h"
+#include "stored_copy.h"
+
+namespace sluice::memory {
+
+const FlowRecord* Catalog::FindFlow(std::string_view slug) const {
+  auto it = flows_.find(slug);
+  return it == flows_.end() ? nullptr : &it->second;
+}
+
+absl::Status Catalog::InsertFlow(const FlowRecord& flow, UndoLog& undo) {
+  if (!flows_.try_emplace(flow.slug, StoredCopy(flow)).second) {
+    return absl::AlreadyExistsError(
+        StrCat("flow \"", flow.slug, "\" already exists"));
+  }
+  undo.Add(undo::FlowInserted{.slug = flow.slug});
+  return absl::OkStatus();
+}
+
+std::vector<FlowRecord> Catalog::ListFlows() const {
+  std::vector<FlowRecord> flows;
+  flows.reserve(flows_.size());
+  for (const auto& [slug, flow] : flows_) flows.push_back(flow);
+  return flows;
+}
+
+MessageQueue* Catalog::FindQueue(std::string_view name) {
+  auto it = queues_.find(ToAbsl(name));
+  return it == queues_.end() ? nullptr : it->second.get();
+}
+
+const MessageQueue* Catalog::FindQueue(std::string_view name) const {
+  auto it = queues_.find(ToAbsl(name));
+  return it == queues_.end() ? nullptr : it->second.get();
+}
+
+absl::Status Catalog::CreateQueue(const QueueRecord& queue, UndoLog& undo) {
+  auto [it, inserted] = queues_.try_emplace(queue.name);
+  if (!inserted) {
+    return absl::AlreadyExistsError(
+        StrCat("queue \"", queue.name, "\" already exists"));
+  }
+  it->second = std::make_unique<MessageQueue>(queue);
+  undo.Add(undo::QueueCreated{.name = queue.name});
+  return absl::OkStatus();
+}
+
+void Catalog::UpsertWorker(const WorkerRecord& worker, UndoLog& undo) {
+  auto [it, inserted] = workers_.try_emplace(worker.worker_id, worker);
+  SavedWorker saved{.worker_id = worker.worker_id};
+  if (!inserted) saved.previous = std::exchange(it->second, worker);
+  undo.Add(undo::WorkerUpserted{}, std::move(saved));
+}
+
+std::vector<WorkerRecord> Catalog::ListWorkers() const {
+  std::vector<WorkerRecord> workers;
+  workers.reserve(workers_.size());
+  for (const auto& [id, worker] : workers_) workers.push_back(worker);
+  return workers;
+}
+
+void Catalog::UndoInsertFlow(const std::string& slug) { flows_.erase(slug); }
+
+void Catalog::UndoCreateQueue(const std::string& name) { queues_.erase(name); }
+
+void Catalog::UndoUpsertWorker(SavedWorker saved) {
+  if (saved.previous.has_value()) {
+    workers_.find(saved.worker_id)->second = std::move(*saved.previous);
+  } else {
+    workers_.erase(saved.worker_id);
+  }
+}
+
+}  // namespace sluice::memory

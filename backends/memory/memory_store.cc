@@ -1,0 +1,83 @@
+#include "memory_store.h"
+
+#include <variant>
+
+#include "message_queue.h"
+
+namespace sluice::memory {
+namespace {
+
+// Reverts one entry. The entry is the newest in the log, so the saved value
+// it owns (if any) is the newest on its side stack.
+class Reverter {
+ public:
+  Reverter(MemoryStore& store, UndoLog& undo) : store_(store), undo_(undo) {}
+
+  void operator()(const undo::FlowInserted& e) {
+    store_.catalog.UndoInsertFlow(e.slug);
+  }
+  void operator()(const undo::QueueCreated& e) {
+    store_.catalog.UndoCreateQueue(e.name);
+  }
+  void operator()(const undo::WorkerUpserted&) {
+    store_.catalog.UndoUpsertWorker(undo_.TakeSaved<SavedWorker>());
+  }
+  void operator()(const undo::RunInserted& e) {
+    store_.runs.UndoInsertRun(e.run_id);
+  }
+  void operator()(const undo::RunUpdated& e) {
+    store_.runs.UndoUpdateRun(e.run_id, undo_.TakeSaved<SavedRunFields>());
+  }
+  void operator()(const undo::RunRemainingStepsAdded& e) {
+    store_.runs.UndoAddRemainingSteps(e.run_id, e.old_value);
+  }
+  void operator()(const undo::StepStateInserted& e) {
+    store_.runs.UndoInsertStepState(e.run_id, e.step_index);
+  }
+  void operator()(const undo::StepStateUpdated& e) {
+    store_.runs.UndoUpdateStepState(e.run_id, e.step_index,
+                                    undo_.TakeSaved<SavedStepFields>());
+  }
+  void operator()(const undo::StepCounterAdded& e) {
+    store_.runs.UndoAddStepCounter(e.run_id, e.step_index, e.counter,
+                                   e.old_value);
+  }
+  void operator()(const undo::TaskInserted& e) {
+    store_.tasks.UndoInsert(e.key);
+  }
+  void operator()(const undo::TaskUpdated& e) {
+    store_.tasks.UndoUpdate(e.key, undo_.TakeSaved<SavedTaskFields>());
+  }
+  void operator()(const undo::MessagesSent& e) {
+    e.queue->UndoSend(e.first_id);
+  }
+  void operator()(const undo::MessageVisibilityChanged& e) {
+    e.queue->UndoVisibilityChange(e.message_id, e.visible_at, e.read_count);
+  }
+  void operator()(const undo::MessageArchived& e) {
+    e.queue->UndoArchive(e.message_id);
+  }
+  void operator()(const undo::ReportsAppended& e) {
+    store_.outbox.UndoAppend(e.first_id);
+  }
+  void operator()(const undo::ReportTaken&) {
+    store_.outbox.UndoTake(undo_.TakeSaved<OutboxReport>());
+  }
+
+ private:
+  MemoryStore& store_;
+  UndoLog& undo_;
+};
+
+}  // namespace
+
+void RollBack(MemoryStore& store, UndoLog& undo) {
+  Reverter revert(store, undo);
+  while (!undo.empty()) {
+    std::visit(revert, undo.newest());
+    undo.PopNewest();
+  }
+  undo.Clear();
+}
+
+}  // namespace sluice::memory

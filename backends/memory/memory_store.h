@@ -1,0 +1,28 @@
+// Everything the memory backend stores, and how a dropped transaction's
+// changes are taken back.
+#ifndef SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_
+#define SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_
+
+#include "catalog.h"
+#include "outbox.h"
+#include "run_table.h"
+#include "task_table.h"
+#include "undo_log.h"
+
+namespace sluice::memory {
+
+// The tables. Not thread-safe: MemoryBackend::State's lock guards it.
+struct MemoryStore {
+  Catalog catalog;
+  RunTable runs;  // runs and step states
+  TaskTable tasks{runs};
+  Outbox outbox;
+};
+
+// Reverts every change in `undo`, newest first, and leaves it empty. Afterwards
+// `store` is exactly as it was when `undo` was last empty.
+void RollBack(MemoryStore& store, UndoLog& undo);
+
+}  // namespace sluice::memory
+
+#endif  // SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_

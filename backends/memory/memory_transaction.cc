@@ -1,0 +1,350 @@
+#include "memory_transaction.h"
+
+#include <utility>
+
+#include "sluice/internal/strings.h"
+
+namespace sluice::memory {
+template <typename Op>
+auto MemoryTransaction::Apply(Op op) -> decltype(op()) {
+  if (phase_ != Phase::kOpen) return NotOpenError();
+  auto result = op();
+  if (!result.ok()) {
+    // The call may have changed part of what it was asked to: take back
+    // everything now, so nothing of it can leak into a later transaction.
+    RollBackAndRelease();
+    phase_ = Phase::kFailed;
+  }
+  return result;
+}
+
+MemoryTransaction::MemoryTransaction(MemoryBackend::State& state)
+    : state_(state) {
+  Acquire();
+}
+
+MemoryTransaction::~MemoryTransaction() {
+  if (phase_ == Phase::kOpen) RollBackAndRelease();
+}
+
+absl::Status MemoryTransaction::Commit() {
+  if (phase_ != Phase::kOpen) return NotOpenError();
+  undo().Clear();
+  phase_ = Phase::kCommitted;
+  Release();
+  return absl::OkStatus();
+}
+
+// --- Flows and the queue registry -------------------------------------------
+
+absl::Status MemoryTransaction::LockFlowSlug(std::string_view) {
+  // Transactions are exclusive: this one already excludes every other.
+  return Apply([] { return absl::OkStatus(); });
+}
+
+absl::StatusOr<std::optional<FlowRecord>> MemoryTransaction::GetFlow(
+    std::string_view flow_slug) {
+  return Apply([&]() -> absl::StatusOr<std::optional<FlowRecord>> {
+    const FlowRecord* flow = store().catalog.FindFlow(flow_slug);
+    if (flow == nullptr) return std::nullopt;
+    return *flow;
+  });
+}
+
+absl::Status MemoryTransaction::InsertFlow(const FlowRecord& flow) {
+  return Apply([&] { return store().catalog.InsertFlow(flow, undo()); });
+}
+
+absl::StatusOr<std::vector<FlowRecord>> MemoryTransaction::ListFlows() {
+  return Apply([&]() -> absl::StatusOr<std::vector<FlowRecord>> {
+    return store().catalog.ListFlows();
+  });
+}
+
+absl::StatusOr<std::optional<QueueRecord>> MemoryTransaction::GetQueue(
+    std::string_view name) {
+  return Apply([&]() -> absl::StatusOr<std::optional<QueueRecord>> {
+    const MessageQueue* queue = store().catalog.FindQueue(name);
+    if (queue == nullptr) return std::nullopt;
+    return queue->record();
+  });
+}
+
+absl::StatusOr<bool> MemoryTransaction::QueueExists(std::string_view name) {
+  return Apply([&]() -> absl::StatusOr<bool> {
+    return store().catalog.FindQueue(name) != nullptr;
+  });
+}
+
+absl::Status MemoryTransaction::CreateQueue(const QueueRecord& queue) {
+  return Apply([&] { return store().catalog.CreateQueue(queue, undo()); });
+}
+
+// --- Runs -------------------------------------------------------------------
+
+absl::Status MemoryTransaction::InsertRuns(std::span<const RunRecord> runs) {
+  return Apply([&] { return store().runs.InsertRuns(runs, undo()); });
+}
+
+absl::StatusOr<std::optional<RunRecord>> MemoryTransaction::GetRun(
+    const RunId& run_id, LockMode) {
+  // LockMode is implied: no other transaction runs while this one is open.
+  return Apply([&]() -> absl::StatusOr<std::optional<RunRecord>> {
+    const RunRecord* run = store().runs.FindRun(run_id);
+    if (run == nullptr) return std::nullopt;
+    return *run;
+  });
+}
+
+absl::Status MemoryTransaction::UpdateRun(const RunRecord& run) {
+  return Apply([&] { return store().runs.UpdateRun(run, undo()); });
+}
+
+absl::StatusOr<int> MemoryTransaction::AddRunRemainingSteps(const RunId& run_id,
+                                                            int delta) {
+  return Apply(
+      [&] { return store().runs.AddRemainingSteps(run_id, delta, undo()); });
+}
+
+absl::StatusOr<std::vector<RunRecord>> MemoryTransaction::ListRuns(
+    std::string_view flow_slug, int limit) {
+  return Apply([&]() -> absl::StatusOr<std::vector<RunRecord>> {
+    return store().runs.ListRuns(flow_slug, limit);
+  });
+}
+
+// --- Step states ------------------------------------------------------------
+
+absl::Status MemoryTransaction::InsertStepStates(
+    std::span<const StepStateRecord> states) {
+  return Apply([&] { return store().runs.InsertStepStates(states, undo()); });
+}
+
+absl::StatusOr<std::vector<StepStateRecord>> MemoryTransaction::GetStepStates(
+    const RunId& run_id) {
+  return Apply([&]() -> absl::StatusOr<std::vector<StepStateRecord>> {
+    return store().runs.GetStepStates(run_id);
+  });
+}
+
+absl::Status MemoryTransaction::UpdateStepStates(
+    std::span<const StepStateRecord> states) {
+  return Apply([&] { return store().runs.UpdateStepStates(states, undo()); });
+}
+
+absl::StatusOr<int> MemoryTransaction::AddStepRemainingTasks(
+    const RunId& run_id, int step_index, int delta) {
+  return Apply([&] {
+    return store().runs.AddStepCounter(
+        run_id, step_index, StepCounter::kRemainingTasks, delta, undo());
+  });
+}
+
+absl::StatusOr<int> MemoryTransaction::AddStepRemainingDeps(const RunId& run_id,
+                                                            int step_index,
+                                                            int delta) {
+  return Apply([&] {
+    return store().runs.AddStepCounter(
+        run_id, step_index, StepCounter::kRemainingDeps, delta, undo());
+  });
+}
+
+// --- Tasks ------------------------------------------------------------------
+
+absl::Status MemoryTransaction::InsertTasks(std::span<const TaskRecord> tasks) {
+  return Apply([&] { return store().tasks.Insert(tasks, undo()); });
+}
+
+absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+MemoryTransaction::GetTasks(std::span<const TaskKey> keys, TaskFields fields) {
+  return Apply([&]() -> absl::StatusOr<std::vector<std::optional<TaskRecord>>> {
+    return store().tasks.Get(keys, fields);
+  });
+}
+
+absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+MemoryTransaction::GetTasksByMessage(std::string_view queue,
+                                     std::span<const int64_t> message_ids,
+                                     TaskFields fields) {
+  return Apply([&]() -> absl::StatusOr<std::vector<std::optional<TaskRecord>>> {
+    return store().tasks.GetByMessage(queue, message_ids, fields);
+  });
+}
+
+absl::StatusOr<std::vector<bool>> MemoryTransaction::UpdateTasks(
+    std::span<const TaskUpdate> updates) {
+  return Apply([&]() -> absl::StatusOr<std::vector<bool>> {
+    return store().tasks.Update(updates, undo());
+  });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::GetUnfinishedTasks(
+    const RunId& run_id, std::optional<int> step_index, TaskFields fields) {
+  return Apply([&]() -> absl::StatusOr<std::vector<TaskRecord>> {
+    return store().tasks.GetUnfinished(run_id, step_index, fields);
+  });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::ListTasks(
+    const RunId& run_id) {
+  return Apply([&]() -> absl::StatusOr<std::vector<TaskRecord>> {
+    return store().tasks.List(run_id);
+  });
+}
+
+absl::StatusOr<std::vector<std::optional<Json>>>
+MemoryTransaction::GetTaskOutputs(const RunId& run_id, int step_index) {
+  return Apply([&]() -> absl::StatusOr<std::vector<std::optional<Json>>> {
+    return store().tasks.GetOutputs(run_id, step_index);
+  });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::FindStalledTasks(
+    absl::Time now, int limit) {
+  return Apply([&]() -> absl::StatusOr<std::vector<TaskRecord>> {
+    return store().tasks.FindStalled(now, limit);
+  });
+}
+
+// --- Outbox -----------------------------------------------------------------
+
+absl::StatusOr<std::vector<int64_t>> MemoryTransaction::AppendReports(
+    std::span<const OutboxReport> reports) {
+  return Apply([&]() -> absl::StatusOr<std::vector<int64_t>> {
+    return store().outbox.Append(reports, undo());
+  });
+}
+
+absl::StatusOr<std::vector<OutboxReport>> MemoryTransaction::TakeReports(
+    std::span<const int64_t> report_ids) {
+  return Apply([&]() -> absl::StatusOr<std::vector<OutboxReport>> {
+    return store().outbox.Take(report_ids, undo());
+  });
+}
+
+absl::StatusOr<std::vector<OutboxReport>> MemoryTransaction::TakeStaleReports(
+    absl::Time created_before, int limit) {
+  return Apply([&]() -> absl::StatusOr<std::vector<OutboxReport>> {
+    return store().outbox.TakeStale(created_before, limit, undo());
+  });
+}
+
+absl::StatusOr<int64_t> MemoryTransaction::CountReports() {
+  return Apply(
+      [&]() -> absl::StatusOr<int64_t> { return store().outbox.size(); });
+}
+
+// --- Queues -----------------------------------------------------------------
+
+absl::StatusOr<std::vector<int64_t>> MemoryTransaction::SendMessages(
+    std::string_view queue, std::span<const OutgoingMessage> messages,
+    absl::Time now) {
+  return Apply([&]() -> absl::StatusOr<std::vector<int64_t>> {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    return (*found)->Send(messages, now, undo());
+  });
+}
+
+absl::StatusOr<std::vector<MessageRecord>> MemoryTransaction::ReadMessages(
+    std::string_view queue, absl::Time now, int limit,
+    absl::Time visible_until) {
+  return Apply([&]() -> absl::StatusOr<std::vector<MessageRecord>> {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    return (*found)->Read(now, limit, visible_until, undo());
+  });
+}
+
+absl::Status MemoryTransaction::SetVisibility(
+    std::string_view queue, std::span<const VisibilityUpdate> updates) {
+  return Apply([&]() -> absl::Status {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    (*found)->SetVisibility(updates, undo());
+    return absl::OkStatus();
+  });
+}
+
+absl::Status MemoryTransaction::ArchiveMessages(
+    std::string_view queue, std::span<const int64_t> message_ids,
+    absl::Time now) {
+  return Apply([&]() -> absl::Status {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    (*found)->Archive(message_ids, now, undo());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::optional<MessageLocation>> MemoryTransaction::LookupMessage(
+    std::string_view queue, int64_t message_id) {
+  return Apply([&]() -> absl::StatusOr<std::optional<MessageLocation>> {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    return (*found)->Lookup(message_id);
+  });
+}
+
+// --- Workers ----------------------------------------------------------------
+
+absl::Status MemoryTransaction::UpsertWorker(const WorkerRecord& worker) {
+  return Apply([&] {
+    store().catalog.UpsertWorker(worker, undo());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> MemoryTransaction::ListWorkers() {
+  return Apply([&]() -> absl::StatusOr<std::vector<WorkerRecord>> {
+    return store().catalog.ListWorkers();
+  });
+}
+
+// --- Lifecycle --------------------------------------------------------------
+
+absl::Status MemoryTransaction::NotOpenError() const {
+  if (phase_ == Phase::kCommitted) {
+    return absl::FailedPreconditionError(
+        "memory transaction already committed; begin a new one");
+  }
+  return absl::FailedPreconditionError(
+      "an earlier call failed and rolled this memory transaction back; drop "
+      "it and begin a new one");
+}
+
+absl::StatusOr<MessageQueue*> MemoryTransaction::FindQueue(
+    std::string_view name) {
+  MessageQueue* queue = store().catalog.FindQueue(name);
+  if (queue == nullptr) {
+    return absl::NotFoundError(StrCat("queue \"", name, "\" does not exist"));
+  }
+  return queue;
+}
+
+MemoryStore& MemoryTransaction::store() {
+  state_.mu.AssertHeld();
+  return state_.store;
+}
+
+UndoLog& MemoryTransaction::undo() {
+  state_.mu.AssertHeld();
+  return state_.undo;
+}
+
+void MemoryTransaction::Acquire() {
+  state_.mu.Lock();
+  state_.holder.store(std::this_thread::get_id(), std::memory_order_relaxed);
+}
+
+void MemoryTransaction::RollBackAndRelease() {
+  RollBack(store(), undo());
+  Release();
+}
+
+void MemoryTransaction::Release() {
+  state_.holder.store(std::thread::id(), std::memory_order_relaxed);
+  state_.mu.Unlock();
+}
+
+}  // namespace sluice::memory

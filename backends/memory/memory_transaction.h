@@ -1,0 +1,142 @@
+// The memory backend's Transaction.
+#ifndef SLUICE_BACKENDS_MEMORY_MEMORY_TRANSACTION_H_
+#define SLUICE_BACKENDS_MEMORY_MEMORY_TRANSACTION_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "memory_state.h"
+#include "sluice/backend.h"
+
+namespace sluice::memory {
+
+// An exclusive transaction: it holds the backend's lock while open, changes
+// the store in place and logs each change, so a rollback replays the log
+// backwards. Open until Commit() succeeds or a call fails; a failed call
+// rolls back everything at once and releases the lock. Once not open, every
+// call returns kFailedPrecondition. Destroying an open transaction rolls it
+// back.
+//
+// Thread-safety: used by one thread at a time; that thread must not Begin()
+// another transaction on the same backend while this one is open.
+class MemoryTransaction final : public Transaction {
+ public:
+  // REQUIRES: the calling thread does not hold state.mu.
+  explicit MemoryTransaction(MemoryBackend::State& state);
+  MemoryTransaction(const MemoryTransaction&) = delete;
+  MemoryTransaction& operator=(const MemoryTransaction&) = delete;
+  ~MemoryTransaction() override;
+
+  absl::Status Commit() override;
+
+  absl::Status LockFlowSlug(std::string_view flow_slug) override;
+  absl::StatusOr<std::optional<FlowRecord>> GetFlow(
+      std::string_view flow_slug) override;
+  absl::Status InsertFlow(const FlowRecord& flow) override;
+  absl::StatusOr<std::vector<FlowRecord>> ListFlows() override;
+  absl::StatusOr<std::optional<QueueRecord>> GetQueue(
+      std::string_view name) override;
+  absl::StatusOr<bool> QueueExists(std::string_view name) override;
+  absl::Status CreateQueue(const QueueRecord& queue) override;
+
+  absl::Status InsertRuns(std::span<const RunRecord> runs) override;
+  absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
+                                                  LockMode lock) override;
+  absl::Status UpdateRun(const RunRecord& run) override;
+  absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id,
+                                           int delta) override;
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
+                                                  int limit) override;
+
+  absl::Status InsertStepStates(
+      std::span<const StepStateRecord> states) override;
+  absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
+      const RunId& run_id) override;
+  absl::Status UpdateStepStates(
+      std::span<const StepStateRecord> states) override;
+  absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id, int step_index,
+                                            int delta) override;
+  absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id, int step_index,
+                                           int delta) override;
+
+  absl::Status InsertTasks(std::span<const TaskRecord> tasks) override;
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
+      std::span<const TaskKey> keys, TaskFields fields) override;
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
+      std::string_view queue, std::span<const int64_t> message_ids,
+      TaskFields fields) override;
+  absl::StatusOr<std::vector<bool>> UpdateTasks(
+      std::span<const TaskUpdate> updates) override;
+  absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
+      const RunId& run_id, std::optional<int> step_index,
+      TaskFields fields) override;
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(
+      const RunId& run_id) override;
+  absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
+      const RunId& run_id, int step_index) override;
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
+                                                           int limit) override;
+
+  absl::StatusOr<std::vector<int64_t>> AppendReports(
+      std::span<const OutboxReport> reports) override;
+  absl::StatusOr<std::vector<OutboxReport>> TakeReports(
+      std::span<const int64_t> report_ids) override;
+  absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
+      absl::Time created_before, int limit) override;
+  absl::StatusOr<int64_t> CountReports() override;
+
+  absl::StatusOr<std::vector<int64_t>> SendMessages(
+      std::string_view queue, std::span<const OutgoingMessage> messages,
+      absl::Time now) override;
+  absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until) override;
+  absl::Status SetVisibility(
+      std::string_view queue,
+      std::span<const VisibilityUpdate> updates) override;
+  absl::Status ArchiveMessages(std::string_view queue,
+                               std::span<const int64_t> message_ids,
+                               absl::Time now) override;
+  absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
+      std::string_view queue, int64_t message_id) override;
+
+  absl::Status UpsertWorker(const WorkerRecord& worker) override;
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+
+ private:
+  enum class Phase { kOpen, kCommitted, kFailed };
+
+  // Runs `op` (returning a Status or StatusOr) if the transaction is open;
+  // if `op` fails, rolls the whole transaction back first.
+  template <typename Op>
+  auto Apply(Op op) -> decltype(op());
+  absl::Status NotOpenError() const;
+  // The queue named, or kNotFound.
+  absl::StatusOr<MessageQueue*> FindQueue(std::string_view name);
+
+  // REQUIRES: open. Valid while the transaction holds the lock.
+  MemoryStore& store();
+  UndoLog& undo();
+
+  // The lock is held across calls, from Acquire() to Release(), which the
+  // thread-safety analysis cannot follow; store() and undo() assert it
+  // instead.
+  void Acquire() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+  // Rolls back what is in the undo log, then releases the lock.
+  void RollBackAndRelease();
+  void Release() ABSL_NO_THREAD_SAFETY_ANALYSIS;
+
+  MemoryBackend::State& state_;
+  Phase phase_ = Phase::kOpen;
+};
+
+}  // namespace sluice::memory
+
+#endif  // SLUICE_BACKENDS_MEMORY_MEMORY_TRANSACTION_H_

@@ -1,0 +1,186 @@
+#include "message_queue.h"
+
+#include <algorithm>
+
+#include "absl/base/macros.h"
+#include "stored_copy.h"
+
+namespace sluice::memory {
+
+std::vector<int64_t> MessageQueue::Send(
+    std::span<const OutgoingMessage> messages, absl::Time now, UndoLog& undo) {
+  std::vector<int64_t> ids;
+  if (messages.empty()) return ids;
+  ids.reserve(messages.size());
+  undo.Add(undo::MessagesSent{.queue = this, .first_id = next_id_});
+  live_.reserve(live_.size() + messages.size());
+  for (const OutgoingMessage& message : messages) {
+    const int64_t id = next_id_++;
+    live_.try_emplace(id, LiveMessage{.read_count = 0,
+                                      .enqueued_at = now,
+                                      .visible_at = message.visible_at,
+                                      .body = StoredCopy(message.body)});
+    Index(id, message.visible_at);
+    ids.push_back(id);
+  }
+  return ids;
+}
+
+std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
+                                              absl::Time visible_until,
+                                              UndoLog& undo) {
+  std::vector<MessageRecord> taken;
+  if (limit <= 0) return taken;
+  MoveHorizon(now);
+  taken.reserve(std::min<size_t>(limit, visible_ids_.size()));
+  // A message read with visible_until <= now stays visible, so walk the ids
+  // rather than popping the front.
+  auto it = visible_ids_.begin();
+  while (it != visible_ids_.end() &&
+         taken.size() < static_cast<size_t>(limit)) {
+    const int64_t id = *it;
+    LiveMessage& message = live_.find(id)->second;
+    undo.Add(undo::MessageVisibilityChanged{.queue = this,
+                                            .message_id = id,
+                                            .visible_at = message.visible_at,
+                                            .read_count = message.read_count});
+    message.read_count += 1;
+    message.visible_at = visible_until;
+    if (visible_until > horizon_) {
+      it = visible_ids_.erase(it);
+      hidden_.insert({visible_until, id});
+    } else {
+      ++it;
+    }
+    taken.push_back(ToRecord(id, message));
+  }
+  return taken;
+}
+
+void MessageQueue::SetVisibility(std::span<const VisibilityUpdate> updates,
+                                 UndoLog& undo) {
+  for (const VisibilityUpdate& update : updates) {
+    auto it = live_.find(update.message_id);
+    if (it == live_.end()) continue;
+    LiveMessage& message = it->second;
+    undo.Add(undo::MessageVisibilityChanged{.queue = this,
+                                            .message_id = update.message_id,
+                                            .visible_at = message.visible_at,
+                                            .read_count = message.read_count});
+    Reschedule(update.message_id, message, update.visible_at);
+  }
+}
+
+void MessageQueue::Archive(std::span<const int64_t> message_ids, absl::Time now,
+                           UndoLog& undo) {
+  for (const int64_t id : message_ids) {
+    auto it = live_.find(id);
+    if (it == live_.end()) continue;
+    Unindex(id, it->second.visible_at);
+    ArchivedMessage& row = archive_rows_.Append(
+        ArchivedMessage{.message = std::move(it->second), .archived_at = now});
+    archive_.try_emplace(id, &row);
+    live_.erase(it);
+    undo.Add(undo::MessageArchived{.queue = this, .message_id = id});
+  }
+}
+
+std::optional<MessageLocation> MessageQueue::Lookup(int64_t message_id) const {
+  if (auto it = live_.find(message_id); it != live_.end()) {
+    return MessageLocation{.archived = false,
+                           .message = ToRecord(message_id, it->second)};
+  }
+  if (auto it = archive_.find(message_id); it != archive_.end()) {
+    return MessageLocation{
+        .archived = true, .message = ToRecord(message_id, it->second->message)};
+  }
+  return std::nullopt;
+}
+
+void MessageQueue::UndoSend(int64_t first_id) {
+  for (int64_t id = first_id; id < next_id_; ++id) {
+    auto it = live_.find(id);
+    Unindex(id, it->second.visible_at);
+    live_.erase(it);
+  }
+  next_id_ = first_id;
+}
+
+void MessageQueue::UndoVisibilityChange(int64_t message_id,
+                                        absl::Time visible_at, int read_count) {
+  LiveMessage& message = live_.find(message_id)->second;
+  message.read_count = read_count;
+  Reschedule(message_id, message, visible_at);
+}
+
+void MessageQueue::UndoArchive(int64_t message_id) {
+  auto it = archive_.find(message_id);
+  ArchivedMessage& row = *it->second;
+  // Rollback reverts newest first, so this is the newest archived row.
+  ABSL_ASSERT(archive_rows_.IsNewest(row));
+  LiveMessage& message =
+      live_.try_emplace(message_id, std::move(row.message)).first->second;
+  archive_.erase(it);
+  archive_rows_.PopNewest();
+  Index(message_id, message.visible_at);
+}
+
+MessageRecord MessageQueue::ToRecord(int64_t message_id,
+                                     const LiveMessage& message) {
+  return MessageRecord{.message_id = message_id,
+                       .read_count = message.read_count,
+                       .enqueued_at = message.enqueued_at,
+                       .visible_at = message.visible_at,
+                       .body = message.body};
+}
+
+void MessageQueue::Index(int64_t message_id, absl::Time visible_at) {
+  if (visible_at <= horizon_) {
+    visible_ids_.insert(message_id);
+  } else {
+    hidden_.insert({visible_at, message_id});
+  }
+}
+
+void MessageQueue::Unindex(int64_t message_id, absl::Time visible_at) {
+  if (visible_at <= horizon_) {
+    visible_ids_.erase(message_id);
+  } else {
+    hidden_.erase({visible_at, message_id});
+  }
+}
+
+void MessageQueue::MoveHorizon(absl::Time now) {
+  if (now < horizon_) {
+    // Time went back: hide again what is not visible at `now`.
+    for (auto it = visible_ids_.begin(); it != visible_ids_.end();) {
+      const absl::Time visible_at = live_.find(*it)->second.visible_at;
+      if (visible_at > now) {
+        hidden_.insert({visible_at, *it});
+        it = visible_ids_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  } else {
+    auto end = hidden_.begin();
+    for (; end != hidden_.end() && end->first <= now; ++end) {
+      visible_ids_.insert(end->second);
+    }
+    hidden_.erase(hidden_.begin(), end);
+  }
+  horizon_ = now;
+}
+
+void MessageQueue::Reschedule(int64_t message_id, LiveMessage& message,
+                              absl::Time visible_at) {
+  if (message.visible_at <= horizon_ && visible_at <= horizon_) {
+    message.visible_at = visible_at;  // stays in the id-ordered set
+    return;
+  }
+  Unindex(message_id, message.visible_at);
+  message.visible_at = visible_at;
+  Index(message_id, visible_at);
+}
+
+}  // namespace sluice::memory

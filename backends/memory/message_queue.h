@@ -1,0 +1,101 @@
+// One physical queue of the memory backend, with pgmq's semantics: per-queue
+// increasing message ids, reads that take visible messages in id order and
+// hide them until a given time, and an archive.
+#ifndef SLUICE_BACKENDS_MEMORY_MESSAGE_QUEUE_H_
+#define SLUICE_BACKENDS_MEMORY_MESSAGE_QUEUE_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_set.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/time/time.h"
+#include "row_arena.h"
+#include "sluice/backend.h"
+#include "sluice/records.h"
+#include "undo_log.h"
+
+namespace sluice::memory {
+
+// Live messages are split by a horizon, the `now` of the latest read: those
+// visible at the horizon sit in an id-ordered set, the others in a
+// (visible_at, id)-ordered set. A read at `now` first moves the horizon to
+// `now` (promoting the messages that have become visible since), then takes
+// the lowest ids. Each message costs O(log n) per change however deep the
+// queue is. Only a read whose `now` is earlier than the previous read's scans
+// the visible set (to hide again what is not visible yet); engine clocks do
+// not go back, so that is the tests' path, not the hot one.
+//
+// Every change records its undo in the given UndoLog. Not thread-safe: the
+// store's lock guards it.
+class MessageQueue {
+ public:
+  explicit MessageQueue(QueueRecord record) : record_(std::move(record)) {}
+  MessageQueue(const MessageQueue&) = delete;
+  MessageQueue& operator=(const MessageQueue&) = delete;
+
+  const QueueRecord& record() const { return record_; }
+
+  // Appends `messages` in order with enqueued_at = now; returns their ids.
+  std::vector<int64_t> Send(std::span<const OutgoingMessage> messages,
+                            absl::Time now, UndoLog& undo);
+  // Takes up to `limit` messages with visible_at <= now, lowest ids first;
+  // sets each one's visible_at to `visible_until` and adds 1 to its
+  // read_count.
+  std::vector<MessageRecord> Read(absl::Time now, int limit,
+                                  absl::Time visible_until, UndoLog& undo);
+  // Sets visible_at of the live messages named; skips other ids.
+  void SetVisibility(std::span<const VisibilityUpdate> updates, UndoLog& undo);
+  // Moves the live messages named to the archive; skips other ids.
+  void Archive(std::span<const int64_t> message_ids, absl::Time now,
+               UndoLog& undo);
+  std::optional<MessageLocation> Lookup(int64_t message_id) const;
+
+  // Reverts, newest change first. Each REQUIRES the queue to be as the
+  // change left it.
+  void UndoSend(int64_t first_id);
+  void UndoVisibilityChange(int64_t message_id, absl::Time visible_at,
+                            int read_count);
+  void UndoArchive(int64_t message_id);
+
+ private:
+  struct LiveMessage {
+    int read_count = 0;
+    absl::Time enqueued_at;
+    absl::Time visible_at;
+    Json body;
+  };
+  struct ArchivedMessage {
+    LiveMessage message;
+    absl::Time archived_at;  // kept as pgmq keeps it; nothing reads it yet
+  };
+  using HiddenKey = std::pair<absl::Time, int64_t>;  // (visible_at, id)
+
+  static MessageRecord ToRecord(int64_t message_id, const LiveMessage& message);
+  // Adds `message_id` to the index its visible_at belongs in, or removes it.
+  void Index(int64_t message_id, absl::Time visible_at);
+  void Unindex(int64_t message_id, absl::Time visible_at);
+  void MoveHorizon(absl::Time now);
+  // Changes a live message's visible_at, keeping the indexes in step.
+  void Reschedule(int64_t message_id, LiveMessage& message,
+                  absl::Time visible_at);
+
+  QueueRecord record_;
+  int64_t next_id_ = 1;
+  absl::flat_hash_map<int64_t, LiveMessage> live_;
+  // Invariant: visible_ids_ holds exactly the live messages with visible_at
+  // <= horizon_, hidden_ the others.
+  absl::Time horizon_ = absl::InfinitePast();
+  absl::btree_set<int64_t> visible_ids_;
+  absl::btree_set<HiddenKey> hidden_;
+  // The archive only grows (rollback aside), so its rows sit in an arena.
+  RowArena<ArchivedMessage> archive_rows_;
+  absl::flat_hash_map<int64_t, ArchivedMessage*> archive_;
+};
+
+}  // namespace sluice::memory
+
+#endif  // SLUICE_BACKENDS_MEMORY_MESSAGE_QUEUE_H_

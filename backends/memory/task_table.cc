@@ -1,0 +1,246 @@
+#include "task_table.h"
+
+#include <limits>
+
+#include "absl/base/macros.h"
+#include "sluice/internal/strings.h"
+#include "stored_copy.h"
+
+namespace sluice::memory {
+namespace {
+
+std::string DescribeKey(const TaskKey& key) {
+  return StrCat("task (run ", key.run_id.ToString(), ", step ", key.step_index,
+                ", task ", key.task_index, ")");
+}
+
+// Moves the fields a TaskUpdate writes out of `stored` and writes `next`'s in
+// their place. Returns the old ones for the undo log.
+SavedTaskFields ExchangeMutableFields(TaskRecord& stored,
+                                      const TaskRecord& next) {
+  SavedTaskFields saved{.status = stored.status,
+                        .attempts = stored.attempts,
+                        .output = std::move(stored.output),
+                        .error = std::move(stored.error),
+                        .started_at = stored.started_at,
+                        .finished_at = stored.finished_at,
+                        .stall_at = stored.stall_at,
+                        .requeued_count = stored.requeued_count};
+  if (stored.worker_id != next.worker_id) {
+    saved.worker_id = std::move(stored.worker_id);
+    stored.worker_id = next.worker_id;
+  }
+  stored.status = next.status;
+  stored.attempts = next.attempts;
+  stored.output = StoredCopy(next.output);
+  stored.error = next.error;
+  stored.started_at = next.started_at;
+  stored.finished_at = next.finished_at;
+  stored.stall_at = next.stall_at;
+  stored.requeued_count = next.requeued_count;
+  return saved;
+}
+
+void RestoreMutableFields(TaskRecord& stored, SavedTaskFields saved) {
+  stored.status = saved.status;
+  stored.attempts = saved.attempts;
+  stored.output = std::move(saved.output);
+  stored.error = std::move(saved.error);
+  stored.started_at = saved.started_at;
+  stored.finished_at = saved.finished_at;
+  stored.stall_at = saved.stall_at;
+  stored.requeued_count = saved.requeued_count;
+  if (saved.worker_id.has_value())
+    stored.worker_id = std::move(*saved.worker_id);
+}
+
+}  // namespace
+
+absl::Status TaskTable::Insert(std::span<const TaskRecord> tasks,
+                               UndoLog& undo) {
+  by_key_.reserve(by_key_.size() + tasks.size());
+  for (const TaskRecord& task : tasks) {
+    std::optional<uint64_t> run_sequence = runs_.SequenceOf(task.key.run_id);
+    if (!run_sequence.has_value()) {
+      return absl::NotFoundError(StrCat(
+          DescribeKey(task.key), " belongs to no run: insert the run first"));
+    }
+    auto [by_key, key_is_new] = by_key_.try_emplace(task.key, nullptr);
+    if (!key_is_new) {
+      return absl::AlreadyExistsError(
+          StrCat(DescribeKey(task.key), " already exists"));
+    }
+    auto [by_id, message_is_new] =
+        by_message_[task.queue_name].try_emplace(task.message_id, nullptr);
+    if (!message_is_new) {
+      by_key_.erase(by_key);
+      return absl::AlreadyExistsError(
+          StrCat("message ", task.message_id, " of queue \"", task.queue_name,
+                 "\" already belongs to a task; ", DescribeKey(task.key),
+                 " needs a message of its own"));
+    }
+    TaskRow& row = rows_.Append(
+        TaskRow{.task = StoredCopy(task), .run_sequence = *run_sequence});
+    by_key->second = &row;
+    by_id->second = &row;
+    runs_.AddTask(row.task);
+    IndexStall(row);
+    undo.Add(undo::TaskInserted{.key = task.key});
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::optional<TaskRecord>> TaskTable::Get(
+    std::span<const TaskKey> keys, TaskFields fields) const {
+  std::vector<std::optional<TaskRecord>> found;
+  found.reserve(keys.size());
+  for (const TaskKey& key : keys) {
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) {
+      found.emplace_back();
+    } else {
+      found.emplace_back(Copy(it->second->task, fields));
+    }
+  }
+  return found;
+}
+
+std::vector<std::optional<TaskRecord>> TaskTable::GetByMessage(
+    std::string_view queue, std::span<const int64_t> message_ids,
+    TaskFields fields) const {
+  std::vector<std::optional<TaskRecord>> found(message_ids.size());
+  auto queue_it = by_message_.find(ToAbsl(queue));
+  if (queue_it == by_message_.end()) return found;
+  for (size_t i = 0; i < message_ids.size(); ++i) {
+    auto it = queue_it->second.find(message_ids[i]);
+    if (it != queue_it->second.end()) {
+      found[i] = Copy(it->second->task, fields);
+    }
+  }
+  return found;
+}
+
+std::vector<bool> TaskTable::Update(std::span<const TaskUpdate> updates,
+                                    UndoLog& undo) {
+  std::vector<bool> applied;
+  applied.reserve(updates.size());
+  for (const TaskUpdate& update : updates) {
+    auto it = by_key_.find(update.task.key);
+    if (it == by_key_.end() ||
+        it->second->task.status != update.expected_status ||
+        it->second->task.attempts != update.expected_attempts) {
+      applied.push_back(false);
+      continue;
+    }
+    TaskRow& row = *it->second;
+    UnindexStall(row);
+    undo.Add(undo::TaskUpdated{.key = update.task.key},
+             ExchangeMutableFields(row.task, update.task));
+    IndexStall(row);
+    applied.push_back(true);
+  }
+  return applied;
+}
+
+std::vector<TaskRecord> TaskTable::GetUnfinished(const RunId& run_id,
+                                                 std::optional<int> step_index,
+                                                 TaskFields fields) const {
+  std::vector<TaskRecord> unfinished;
+  runs_.ForEachTask(run_id,
+                    step_index.value_or(std::numeric_limits<int>::min()),
+                    step_index.value_or(std::numeric_limits<int>::max()),
+                    [&](const TaskRecord& task) {
+                      if (!IsTerminal(task.status)) {
+                        unfinished.push_back(Copy(task, fields));
+                      }
+                    });
+  return unfinished;
+}
+
+std::vector<TaskRecord> TaskTable::List(const RunId& run_id) const {
+  std::vector<TaskRecord> tasks;
+  runs_.ForEachTask(run_id, std::numeric_limits<int>::min(),
+                    std::numeric_limits<int>::max(),
+                    [&](const TaskRecord& task) { tasks.push_back(task); });
+  return tasks;
+}
+
+std::vector<std::optional<Json>> TaskTable::GetOutputs(const RunId& run_id,
+                                                       int step_index) const {
+  std::vector<std::optional<Json>> outputs;
+  runs_.ForEachTask(
+      run_id, step_index, step_index,
+      [&](const TaskRecord& task) { outputs.push_back(task.output); });
+  return outputs;
+}
+
+std::vector<TaskRecord> TaskTable::FindStalled(absl::Time now,
+                                               int limit) const {
+  if (limit <= 0) return {};
+  std::vector<TaskRecord> stalled;
+  for (const auto& [key, row] : stalled_) {
+    if (std::get<absl::Time>(key) >= now ||
+        stalled.size() >= static_cast<size_t>(limit)) {
+      break;
+    }
+    stalled.push_back(row->task);
+  }
+  return stalled;
+}
+
+void TaskTable::UndoInsert(const TaskKey& key) {
+  auto it = by_key_.find(key);
+  const TaskRow& row = *it->second;
+  by_message_.find(row.task.queue_name)->second.erase(row.task.message_id);
+  runs_.RemoveTask(row.task);
+  UnindexStall(row);
+  by_key_.erase(it);
+  // Rollback reverts newest first, so this is the newest row.
+  ABSL_ASSERT(rows_.IsNewest(row));
+  rows_.PopNewest();
+}
+
+void TaskTable::UndoUpdate(const TaskKey& key, SavedTaskFields saved) {
+  TaskRow& row = *by_key_.find(key)->second;
+  UnindexStall(row);
+  RestoreMutableFields(row.task, std::move(saved));
+  IndexStall(row);
+}
+
+TaskRecord TaskTable::Copy(const TaskRecord& task, TaskFields fields) {
+  if (fields == TaskFields::kAll) return task;
+  return TaskRecord{.key = task.key,
+                    .flow_slug = task.flow_slug,
+                    .status = task.status,
+                    .attempts = task.attempts,
+                    .input = nullptr,
+                    .output = std::nullopt,
+                    .error = task.error,
+                    .queue_name = task.queue_name,
+                    .message_id = task.message_id,
+                    .queued_at = task.queued_at,
+                    .started_at = task.started_at,
+                    .finished_at = task.finished_at,
+                    .stall_at = task.stall_at,
+                    .requeued_count = task.requeued_count,
+                    .worker_id = task.worker_id};
+}
+
+void TaskTable::IndexStall(TaskRow& row) {
+  const TaskRecord& task = row.task;
+  if (task.status == TaskStatus::kStarted && task.stall_at.has_value()) {
+    stalled_.try_emplace({*task.stall_at, row.run_sequence, task.key.step_index,
+                          task.key.task_index},
+                         &row);
+  }
+}
+
+void TaskTable::UnindexStall(const TaskRow& row) {
+  const TaskRecord& task = row.task;
+  if (task.status == TaskStatus::kStarted && task.stall_at.has_value()) {
+    stalled_.erase({*task.stall_at, row.run_sequence, task.key.step_index,
+                    task.key.task_index});
+  }
+}
+
+}  // namespace sluice::memory

@@ -1,0 +1,93 @@
+// The memory backend's tasks and the indexes the Transaction's task reads
+// need.
+#ifndef SLUICE_BACKENDS_MEMORY_TASK_TABLE_H_
+#define SLUICE_BACKENDS_MEMORY_TASK_TABLE_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/container/btree_map.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "row_arena.h"
+#include "run_table.h"
+#include "sluice/backend.h"
+#include "sluice/records.h"
+#include "undo_log.h"
+
+namespace sluice::memory {
+
+// Task rows at stable addresses, plus indexes kept in step with every change:
+// - by key, and by message (queue name -> message id), both to the row;
+// - stalled: every started task that has a stall_at, by (stall_at, run
+//   sequence, step, task), the SQLite backend's order;
+// - per run, in `runs` (RunTable::AddTask), for the run-ordered listings.
+// The listings cost O(tasks listed); everything else is O(1) or O(log n) per
+// task.
+//
+// Every change records its undo in the given UndoLog. Not thread-safe: the
+// store's lock guards it.
+class TaskTable {
+ public:
+  // `runs` must outlive the table.
+  explicit TaskTable(RunTable& runs) : runs_(runs) {}
+  TaskTable(const TaskTable&) = delete;
+  TaskTable& operator=(const TaskTable&) = delete;
+
+  // Stops at the first task whose run does not exist (kNotFound) or whose
+  // key or (queue_name, message_id) exists (kAlreadyExists); the caller
+  // rolls back those inserted before it.
+  absl::Status Insert(std::span<const TaskRecord> tasks, UndoLog& undo);
+  std::vector<std::optional<TaskRecord>> Get(std::span<const TaskKey> keys,
+                                             TaskFields fields) const;
+  std::vector<std::optional<TaskRecord>> GetByMessage(
+      std::string_view queue, std::span<const int64_t> message_ids,
+      TaskFields fields) const;
+  // Compare-and-set on (status, attempts), applied in order; a missing task
+  // does not apply.
+  std::vector<bool> Update(std::span<const TaskUpdate> updates, UndoLog& undo);
+  // Queued and started tasks of a run (of one step if set), by step then
+  // task index.
+  std::vector<TaskRecord> GetUnfinished(const RunId& run_id,
+                                        std::optional<int> step_index,
+                                        TaskFields fields) const;
+  std::vector<TaskRecord> List(const RunId& run_id) const;
+  // One entry per task of the step, by task index.
+  std::vector<std::optional<Json>> GetOutputs(const RunId& run_id,
+                                              int step_index) const;
+  // Started tasks with stall_at < now, earliest first, at most `limit`.
+  std::vector<TaskRecord> FindStalled(absl::Time now, int limit) const;
+
+  // Reverts, newest change first.
+  void UndoInsert(const TaskKey& key);
+  void UndoUpdate(const TaskKey& key, SavedTaskFields saved);
+
+ private:
+  struct TaskRow {
+    TaskRecord task;
+    uint64_t run_sequence = 0;  // RunTable::SequenceOf(task's run)
+  };
+  using StallKey = std::tuple<absl::Time, uint64_t, int, int>;
+
+  static TaskRecord Copy(const TaskRecord& task, TaskFields fields);
+  void IndexStall(TaskRow& row);
+  void UnindexStall(const TaskRow& row);
+
+  RunTable& runs_;
+  RowArena<TaskRow> rows_;
+  absl::flat_hash_map<TaskKey, TaskRow*> by_key_;
+  absl::flat_hash_map<std::string, absl::flat_hash_map<int64_t, TaskRow*>>
+      by_message_;
+  absl::btree_map<StallKey, TaskRow*> stalled_;
+};
+
+}  // namespace sluice::memory
+
+#endif  // SLUICE_BACKENDS_MEMORY_TASK_TABLE_H_

@@ -1,0 +1,40 @@
+// The one SQLite connection a SqliteBackend owns.
+#ifndef SLUICE_BACKENDS_SQLITE_SQLITE_CONNECTION_H_
+#define SLUICE_BACKENDS_SQLITE_SQLITE_CONNECTION_H_
+
+#include <sqlite3.h>
+
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "sqlite_backend.h"
+#include "sqlite_statement.h"
+
+namespace sluice {
+
+// The connection is opened in SQLite's multi-thread mode (no SQLite mutex),
+// so `mu` is the only thing keeping two threads off it: a transaction holds
+// `mu` from Begin() until it commits or is dropped. That also makes
+// in-process transactions queue here rather than in SQLite's busy handler.
+struct SqliteBackend::Connection {
+  struct CloseDatabase {
+    void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+  };
+
+  Connection(sqlite3* handle, absl::Duration busy_timeout)
+      : db(handle), busy_timeout(busy_timeout), statements(handle) {}
+
+  // Declared first, so it is closed after every statement is finalized.
+  const std::unique_ptr<sqlite3, CloseDatabase> db;
+  // How long Begin() waits for another process's write lock (read by the
+  // busy handler, which runs on the thread holding `mu`).
+  const absl::Duration busy_timeout;
+  absl::Mutex mu;
+  sqlite_internal::StatementCache statements ABSL_GUARDED_BY(mu);
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_BACKENDS_SQLITE_SQLITE_CONNECTION_H_

@@ -1,0 +1,200 @@
+#include "sqlite_rows.h"
+
+#include <limits>
+#include <string>
+
+#include "boost/json/parse.hpp"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+#include "sqlite_status.h"
+
+namespace sluice::sqlite_internal {
+namespace {
+
+absl::StatusOr<std::optional<Json>> ReadOptionalJson(const Statement& row,
+                                                     int column,
+                                                     std::string_view what) {
+  if (row.IsNull(column)) return std::nullopt;
+  SLUICE_ASSIGN_OR_RETURN(Json value, ParseStoredJson(row.Text(column), what));
+  return value;
+}
+
+absl::StatusOr<TaskKey> ReadTaskKey(const Statement& row, int first_column) {
+  SLUICE_ASSIGN_OR_RETURN(RunId run_id,
+                          ParseStoredRunId(row.Text(first_column)));
+  return TaskKey{run_id, static_cast<int>(row.Int(first_column + 1)),
+                 static_cast<int>(row.Int(first_column + 2))};
+}
+
+}  // namespace
+
+void BindRunId(Statement& statement, int index, const RunId& run_id) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  char text[36];
+  int position = 0;
+  auto append_hex = [&](uint64_t word, int first_nibble, int nibbles) {
+    for (int i = first_nibble; i < first_nibble + nibbles; ++i) {
+      text[position++] = kHex[(word >> (60 - 4 * i)) & 0xF];
+    }
+  };
+  auto append_dash = [&] { text[position++] = '-'; };
+  append_hex(run_id.high(), 0, 8);
+  append_dash();
+  append_hex(run_id.high(), 8, 4);
+  append_dash();
+  append_hex(run_id.high(), 12, 4);
+  append_dash();
+  append_hex(run_id.low(), 0, 4);
+  append_dash();
+  append_hex(run_id.low(), 4, 12);
+  statement.BindText(index, std::string_view(text, sizeof(text)));
+}
+
+void BindJson(Statement& statement, int index, const Json& value) {
+  statement.BindText(index, SerializeJson(value));
+}
+
+void BindIdList(Statement& statement, int index, std::span<const int64_t> ids) {
+  std::string list = "[";
+  for (int64_t id : ids) {
+    StrAppend(&list, list.size() > 1 ? "," : "", id);
+  }
+  list += ']';
+  statement.BindText(index, list);
+}
+
+void BindOptionalJson(Statement& statement, int index,
+                      const std::optional<Json>& value) {
+  if (value.has_value()) {
+    BindJson(statement, index, *value);
+  } else {
+    statement.BindNull(index);
+  }
+}
+
+absl::StatusOr<Json> ParseStoredJson(std::string_view text,
+                                     std::string_view what) {
+  boost::json::parse_options options;
+  options.max_depth = std::numeric_limits<std::size_t>::max();
+  boost::system::error_code error;
+  Json value = boost::json::parse(
+      boost::json::string_view(text.data(), text.size()), error, {}, options);
+  if (error) {
+    return absl::InternalError(
+        StrCat("stored ", what, " is corrupt: ", error.message()));
+  }
+  return value;
+}
+
+absl::StatusOr<RunId> ParseStoredRunId(std::string_view text) {
+  absl::StatusOr<RunId> run_id = RunId::Parse(text);
+  if (!run_id.ok()) {
+    return absl::InternalError(
+        StrCat("stored run id is corrupt: ", run_id.status().message()));
+  }
+  return run_id;
+}
+
+absl::StatusOr<FlowRecord> ReadFlow(const Statement& row) {
+  FlowRecord flow;
+  flow.slug = row.Text(0);
+  SLUICE_ASSIGN_OR_RETURN(flow.definition,
+                          ParseStoredJson(row.Text(1), "flow definition"));
+  flow.created_at = row.Time(2);
+  return flow;
+}
+
+QueueRecord ReadQueue(const Statement& row) {
+  return QueueRecord{std::string(row.Text(0)), std::string(row.Text(1)),
+                     row.Time(2)};
+}
+
+absl::StatusOr<RunRecord> ReadRun(const Statement& row) {
+  RunRecord run;
+  SLUICE_ASSIGN_OR_RETURN(run.run_id, ParseStoredRunId(row.Text(0)));
+  run.flow_slug = row.Text(1);
+  SLUICE_ASSIGN_OR_RETURN(run.status, ParseRunStatus(row.Text(2)));
+  SLUICE_ASSIGN_OR_RETURN(run.input, ParseStoredJson(row.Text(3), "run input"));
+  SLUICE_ASSIGN_OR_RETURN(run.output, ReadOptionalJson(row, 4, "run output"));
+  run.remaining_steps = static_cast<int>(row.Int(5));
+  run.error = row.Text(6);
+  run.started_at = row.Time(7);
+  run.finished_at = row.OptionalTime(8);
+  return run;
+}
+
+absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row) {
+  StepStateRecord state;
+  SLUICE_ASSIGN_OR_RETURN(state.run_id, ParseStoredRunId(row.Text(0)));
+  state.step_index = static_cast<int>(row.Int(1));
+  state.step_slug = row.Text(2);
+  SLUICE_ASSIGN_OR_RETURN(state.status, ParseStepStatus(row.Text(3)));
+  state.remaining_deps = static_cast<int>(row.Int(4));
+  state.initial_tasks = row.OptionalInt(5);
+  state.remaining_tasks = row.OptionalInt(6);
+  SLUICE_ASSIGN_OR_RETURN(state.output,
+                          ReadOptionalJson(row, 7, "step output"));
+  state.error = row.Text(8);
+  SLUICE_ASSIGN_OR_RETURN(state.skip_reason, ParseSkipReason(row.Text(9)));
+  state.started_at = row.OptionalTime(10);
+  state.finished_at = row.OptionalTime(11);
+  return state;
+}
+
+absl::StatusOr<TaskRecord> ReadTask(const Statement& row, TaskFields fields) {
+  TaskRecord task;
+  SLUICE_ASSIGN_OR_RETURN(task.key, ReadTaskKey(row, 0));
+  task.flow_slug = row.Text(3);
+  SLUICE_ASSIGN_OR_RETURN(task.status, ParseTaskStatus(row.Text(4)));
+  task.attempts = static_cast<int>(row.Int(5));
+  task.error = row.Text(6);
+  task.queue_name = row.Text(7);
+  task.message_id = row.Int(8);
+  task.queued_at = row.Time(9);
+  task.started_at = row.OptionalTime(10);
+  task.finished_at = row.OptionalTime(11);
+  task.stall_at = row.OptionalTime(12);
+  task.requeued_count = static_cast<int>(row.Int(13));
+  task.worker_id = row.Text(14);
+  if (fields == TaskFields::kAll) {
+    SLUICE_ASSIGN_OR_RETURN(task.input,
+                            ParseStoredJson(row.Text(15), "task input"));
+    SLUICE_ASSIGN_OR_RETURN(task.output,
+                            ReadOptionalJson(row, 16, "task output"));
+  }
+  return task;
+}
+
+absl::StatusOr<OutboxReport> ReadReport(const Statement& row) {
+  OutboxReport report;
+  report.report_id = row.Int(0);
+  SLUICE_ASSIGN_OR_RETURN(report.task, ReadTaskKey(row, 1));
+  report.flow_slug = row.Text(4);
+  SLUICE_ASSIGN_OR_RETURN(report.kind, ParseReportKind(row.Text(5)));
+  report.created_at = row.Time(6);
+  return report;
+}
+
+absl::StatusOr<MessageRecord> ReadMessage(const Statement& row) {
+  MessageRecord message;
+  message.message_id = row.Int(0);
+  message.read_count = static_cast<int>(row.Int(1));
+  message.enqueued_at = row.Time(2);
+  message.visible_at = row.Time(3);
+  SLUICE_ASSIGN_OR_RETURN(message.body,
+                          ParseStoredJson(row.Text(4), "message body"));
+  return message;
+}
+
+WorkerRecord ReadWorker(const Statement& row) {
+  WorkerRecord worker;
+  worker.worker_id = row.Text(0);
+  worker.queue_name = row.Text(1);
+  worker.flow_slug = row.Text(2);
+  worker.started_at = row.Time(3);
+  worker.last_heartbeat_at = row.Time(4);
+  worker.stopped_at = row.OptionalTime(5);
+  return worker;
+}
+
+}  // namespace sluice::sqlite_internal

@@ -1,0 +1,20 @@
+// The SQLite backend's schema and its version check.
+#ifndef SLUICE_BACKENDS_SQLITE_SQLITE_SCHEMA_H_
+#define SLUICE_BACKENDS_SQLITE_SQLITE_SCHEMA_H_
+
+#include <sqlite3.h>
+
+#include "absl/status/status.h"
+
+namespace sluice::sqlite_internal {
+
+// In one IMMEDIATE transaction: creates the schema in an empty database and
+// sets `PRAGMA user_version`, or checks that an existing database has this
+// build's version. kFailedPrecondition (naming both versions) for a newer
+// schema, and for a file that holds tables but no Sluice schema version.
+// REQUIRES: no transaction is open on `db`.
+absl::Status EnsureSchema(sqlite3* db);
+
+}  // namespace sluice::sqlite_internal
+
+#endif  // SLUICE_BACKENDS_SQLITE_SQLITE_SCHEMA_H_

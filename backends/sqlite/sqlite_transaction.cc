@@ -1,0 +1,263 @@
+#include "sqlite_transaction.h"
+
+#include <utility>
+
+#include "sluice/internal/status_macros.h"
+#include "sqlite_connection.h"
+
+namespace sluice::sqlite_internal {
+
+SqliteTransaction::SqliteTransaction(SqliteBackend::Connection& connection)
+    : connection_(connection), tables_(connection.statements) {}
+
+SqliteTransaction::~SqliteTransaction() { End(); }
+
+absl::StatusOr<std::unique_ptr<Transaction>> SqliteTransaction::Begin(
+    SqliteBackend::Connection& connection) {
+  connection.mu.Lock();
+  // From here the transaction owns the mutex; its destructor releases it.
+  std::unique_ptr<SqliteTransaction> transaction(
+      new SqliteTransaction(connection));
+  if (!sqlite3_get_autocommit(connection.db.get())) {
+    // An earlier ROLLBACK failed; don't build on its leftovers.
+    SLUICE_RETURN_IF_ERROR(transaction->ExecuteControl("ROLLBACK", "Begin"));
+  }
+  SLUICE_RETURN_IF_ERROR(
+      transaction->ExecuteControl("BEGIN IMMEDIATE", "Begin"));
+  transaction->active_ = true;
+  return transaction;
+}
+
+absl::Status SqliteTransaction::Commit() {
+  SLUICE_RETURN_IF_ERROR(CheckUsable());
+  absl::Status status = ExecuteControl("COMMIT", "Commit");
+  if (status.ok()) active_ = false;
+  End();  // a failed COMMIT leaves the transaction open: roll it back
+  return status;
+}
+
+void SqliteTransaction::End() {
+  if (active_) {
+    active_ = false;
+    if (!sqlite3_get_autocommit(connection_.db.get())) {
+      ExecuteControl("ROLLBACK", "Rollback").IgnoreError();
+    }
+  }
+  if (holds_mutex_) {
+    holds_mutex_ = false;
+    connection_.mu.Unlock();
+  }
+}
+
+absl::Status SqliteTransaction::CheckUsable() const {
+  if (!active_) {
+    return absl::FailedPreconditionError(
+        "sqlite transaction has already ended; begin a new one");
+  }
+  if (failed_) {
+    return absl::FailedPreconditionError(
+        "an earlier call of this sqlite transaction failed; drop the "
+        "transaction (it rolls back) and retry in a new one");
+  }
+  if (sqlite3_get_autocommit(connection_.db.get())) {
+    // SQLite rolls back by itself after some errors (I/O, disk full).
+    return absl::AbortedError(
+        "sqlite rolled the transaction back after an error; drop it and "
+        "retry");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteTransaction::ExecuteControl(std::string_view sql,
+                                               std::string_view operation) {
+  SLUICE_ASSIGN_OR_RETURN(Statement statement,
+                          connection_.statements.Prepare(sql, operation));
+  return statement.Run();
+}
+
+// --- Every operation: checked, forwarded, failure latched -------------------
+
+absl::Status SqliteTransaction::LockFlowSlug(std::string_view) {
+  // BEGIN IMMEDIATE already serializes every writer, in every process.
+  return Guarded([] { return absl::OkStatus(); });
+}
+
+absl::StatusOr<std::optional<FlowRecord>> SqliteTransaction::GetFlow(
+    std::string_view flow_slug) {
+  return Guarded([&] { return tables_.GetFlow(flow_slug); });
+}
+
+absl::Status SqliteTransaction::InsertFlow(const FlowRecord& flow) {
+  return Guarded([&] { return tables_.InsertFlow(flow); });
+}
+
+absl::StatusOr<std::vector<FlowRecord>> SqliteTransaction::ListFlows() {
+  return Guarded([&] { return tables_.ListFlows(); });
+}
+
+absl::StatusOr<std::optional<QueueRecord>> SqliteTransaction::GetQueue(
+    std::string_view name) {
+  return Guarded([&] { return tables_.GetQueue(name); });
+}
+
+absl::StatusOr<bool> SqliteTransaction::QueueExists(std::string_view name) {
+  return Guarded([&] { return tables_.QueueExists(name); });
+}
+
+absl::Status SqliteTransaction::CreateQueue(const QueueRecord& queue) {
+  return Guarded([&] { return tables_.CreateQueue(queue); });
+}
+
+absl::Status SqliteTransaction::InsertRuns(std::span<const RunRecord> runs) {
+  return Guarded([&] { return tables_.InsertRuns(runs); });
+}
+
+absl::StatusOr<std::optional<RunRecord>> SqliteTransaction::GetRun(
+    const RunId& run_id, LockMode lock) {
+  return Guarded([&] { return tables_.GetRun(run_id, lock); });
+}
+
+absl::Status SqliteTransaction::UpdateRun(const RunRecord& run) {
+  return Guarded([&] { return tables_.UpdateRun(run); });
+}
+
+absl::StatusOr<int> SqliteTransaction::AddRunRemainingSteps(const RunId& run_id,
+                                                            int delta) {
+  return Guarded([&] { return tables_.AddRunRemainingSteps(run_id, delta); });
+}
+
+absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRuns(
+    std::string_view flow_slug, int limit) {
+  return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
+}
+
+absl::Status SqliteTransaction::InsertStepStates(
+    std::span<const StepStateRecord> states) {
+  return Guarded([&] { return tables_.InsertStepStates(states); });
+}
+
+absl::StatusOr<std::vector<StepStateRecord>> SqliteTransaction::GetStepStates(
+    const RunId& run_id) {
+  return Guarded([&] { return tables_.GetStepStates(run_id); });
+}
+
+absl::Status SqliteTransaction::UpdateStepStates(
+    std::span<const StepStateRecord> states) {
+  return Guarded([&] { return tables_.UpdateStepStates(states); });
+}
+
+absl::StatusOr<int> SqliteTransaction::AddStepRemainingTasks(
+    const RunId& run_id, int step_index, int delta) {
+  return Guarded(
+      [&] { return tables_.AddStepRemainingTasks(run_id, step_index, delta); });
+}
+
+absl::StatusOr<int> SqliteTransaction::AddStepRemainingDeps(const RunId& run_id,
+                                                            int step_index,
+                                                            int delta) {
+  return Guarded(
+      [&] { return tables_.AddStepRemainingDeps(run_id, step_index, delta); });
+}
+
+absl::Status SqliteTransaction::InsertTasks(std::span<const TaskRecord> tasks) {
+  return Guarded([&] { return tables_.InsertTasks(tasks); });
+}
+
+absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+SqliteTransaction::GetTasks(std::span<const TaskKey> keys, TaskFields fields) {
+  return Guarded([&] { return tables_.GetTasks(keys, fields); });
+}
+
+absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+SqliteTransaction::GetTasksByMessage(std::string_view queue,
+                                     std::span<const int64_t> message_ids,
+                                     TaskFields fields) {
+  return Guarded(
+      [&] { return tables_.GetTasksByMessage(queue, message_ids, fields); });
+}
+
+absl::StatusOr<std::vector<bool>> SqliteTransaction::UpdateTasks(
+    std::span<const TaskUpdate> updates) {
+  return Guarded([&] { return tables_.UpdateTasks(updates); });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::GetUnfinishedTasks(
+    const RunId& run_id, std::optional<int> step_index, TaskFields fields) {
+  return Guarded(
+      [&] { return tables_.GetUnfinishedTasks(run_id, step_index, fields); });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::ListTasks(
+    const RunId& run_id) {
+  return Guarded([&] { return tables_.ListTasks(run_id); });
+}
+
+absl::StatusOr<std::vector<std::optional<Json>>>
+SqliteTransaction::GetTaskOutputs(const RunId& run_id, int step_index) {
+  return Guarded([&] { return tables_.GetTaskOutputs(run_id, step_index); });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::FindStalledTasks(
+    absl::Time now, int limit) {
+  return Guarded([&] { return tables_.FindStalledTasks(now, limit); });
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteTransaction::AppendReports(
+    std::span<const OutboxReport> reports) {
+  return Guarded([&] { return tables_.AppendReports(reports); });
+}
+
+absl::StatusOr<std::vector<OutboxReport>> SqliteTransaction::TakeReports(
+    std::span<const int64_t> report_ids) {
+  return Guarded([&] { return tables_.TakeReports(report_ids); });
+}
+
+absl::StatusOr<std::vector<OutboxReport>> SqliteTransaction::TakeStaleReports(
+    absl::Time created_before, int limit) {
+  return Guarded(
+      [&] { return tables_.TakeStaleReports(created_before, limit); });
+}
+
+absl::StatusOr<int64_t> SqliteTransaction::CountReports() {
+  return Guarded([&] { return tables_.CountReports(); });
+}
+
+absl::StatusOr<std::vector<int64_t>> SqliteTransaction::SendMessages(
+    std::string_view queue, std::span<const OutgoingMessage> messages,
+    absl::Time now) {
+  return Guarded([&] { return tables_.SendMessages(queue, messages, now); });
+}
+
+absl::StatusOr<std::vector<MessageRecord>> SqliteTransaction::ReadMessages(
+    std::string_view queue, absl::Time now, int limit,
+    absl::Time visible_until) {
+  return Guarded(
+      [&] { return tables_.ReadMessages(queue, now, limit, visible_until); });
+}
+
+absl::Status SqliteTransaction::SetVisibility(
+    std::string_view queue, std::span<const VisibilityUpdate> updates) {
+  return Guarded([&] { return tables_.SetVisibility(queue, updates); });
+}
+
+absl::Status SqliteTransaction::ArchiveMessages(
+    std::string_view queue, std::span<const int64_t> message_ids,
+    absl::Time now) {
+  return Guarded(
+      [&] { return tables_.ArchiveMessages(queue, message_ids, now); });
+}
+
+absl::StatusOr<std::optional<MessageLocation>> SqliteTransaction::LookupMessage(
+    std::string_view queue, int64_t message_id) {
+  return Guarded([&] { return tables_.LookupMessage(queue, message_id); });
+}
+
+absl::Status SqliteTransaction::UpsertWorker(const WorkerRecord& worker) {
+  return Guarded([&] { return tables_.UpsertWorker(worker); });
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> SqliteTransaction::ListWorkers() {
+  return Guarded([&] { return tables_.ListWorkers(); });
+}
+
+}  // namespace sluice::sqlite_internal

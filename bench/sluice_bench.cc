@@ -1,0 +1,232 @@
+// sluice-bench: end-to-end workloads through real workers.
+//
+//   sluice-bench --backend URL --workload W1|W2 [--baseline]
+//
+// W1: enqueue and process 20,000 one-step jobs with one worker at
+//     concurrency 10 (enqueued in batches while the worker runs).
+// W2: 1,000 runs of root -> map over the root's 10-element array -> reduce
+//     (12 tasks a run).
+//
+// The last line is:
+//   RESULT workload=W1 backend=<name> tasks_per_s=<n> [baseline_per_s=<b>
+//   ratio=<r>]
+// The baseline, measured in the same process just before, is the simplest
+// loop that does the same job on the same storage (see baseline.h), so the
+// ratio survives a noisy machine.
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "baseline.h"
+#include "boost/json.hpp"
+#include "sluice/backends.h"
+#include "sluice/engine.h"
+
+namespace sluice::bench {
+namespace {
+
+struct Options {
+  std::string backend = "memory:";
+  std::string workload = "W1";
+  bool baseline = true;
+  int concurrency = 10;
+  int batch_size = 100;
+};
+
+// Counts finished runs through events.
+class RunCounter {
+ public:
+  explicit RunCounter(Engine& engine) {
+    engine.Subscribe([this](const Event& e) {
+      if (e.kind != EventKind::kRunCompleted &&
+          e.kind != EventKind::kRunFailed) {
+        return;
+      }
+      absl::MutexLock lock(&mu_);
+      ++(e.kind == EventKind::kRunCompleted ? completed_ : failed_);
+    });
+  }
+  bool AwaitAtLeast(int runs, absl::Duration timeout) {
+    absl::MutexLock lock(&mu_);
+    auto done = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return completed_ + failed_ >= runs;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&done), timeout);
+  }
+  int failed() {
+    absl::MutexLock lock(&mu_);
+    return failed_;
+  }
+
+ private:
+  absl::Mutex mu_;
+  int completed_ ABSL_GUARDED_BY(mu_) = 0;
+  int failed_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+Flow JobFlow() {
+  Flow flow("bench_w1");
+  flow.Step("job", [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+    return in.at("run");
+  });
+  return flow;
+}
+
+Flow MapReduceFlow() {
+  Flow flow("bench_w2");
+  flow.Step("root",
+            [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+              boost::json::array items;
+              int64_t base = in.at("run").at("n").as_int64();
+              for (int i = 0; i < 10; ++i) items.emplace_back(base + i);
+              return items;
+            })
+      .Map("square", {.depends_on = {"root"}},
+           [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+             return in.as_int64() * in.as_int64();
+           })
+      .Step("reduce", {.depends_on = {"square"}},
+            [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+              int64_t total = 0;
+              for (const Json& v : in.at("square").as_array())
+                total += v.as_int64();
+              return total;
+            });
+  return flow;
+}
+
+// Runs `runs` runs of `flow` through one worker; returns tasks per second.
+absl::StatusOr<double> RunWorkload(const Options& options, const Flow& flow,
+                                   int runs, int tasks_per_run) {
+  absl::StatusOr<std::unique_ptr<Backend>> backend =
+      OpenBackend(options.backend);
+  if (!backend.ok()) return backend.status();
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(**backend);
+  if (!engine.ok()) return engine.status();
+  RunCounter counter(**engine);
+  WorkerOptions worker_options;
+  worker_options.concurrency = options.concurrency;
+  worker_options.batch_size = options.batch_size;
+  absl::StatusOr<std::unique_ptr<Worker>> worker =
+      (*engine)->StartWorker(flow, worker_options);
+  if (!worker.ok()) return worker.status();
+
+  constexpr int kEnqueueBatch = 500;
+  absl::Time start = absl::Now();
+  for (int first = 0; first < runs; first += kEnqueueBatch) {
+    std::vector<Json> inputs;
+    for (int i = first; i < std::min(runs, first + kEnqueueBatch); ++i) {
+      inputs.push_back(boost::json::object{{"n", i}});
+    }
+    absl::StatusOr<std::vector<RunId>> started =
+        (*engine)->StartRuns(flow.slug(), inputs);
+    if (!started.ok()) return started.status();
+  }
+  if (!counter.AwaitAtLeast(runs, absl::Minutes(10))) {
+    return absl::DeadlineExceededError("runs did not finish in 10 minutes");
+  }
+  absl::Duration elapsed = absl::Now() - start;
+  if (absl::Status s = (*worker)->Stop(); !s.ok()) return s;
+  if (counter.failed() > 0) {
+    return absl::InternalError(std::to_string(counter.failed()) +
+                               " runs failed");
+  }
+  return runs * tasks_per_run / absl::ToDoubleSeconds(elapsed);
+}
+
+absl::StatusOr<Options> Parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto value = [&]() -> absl::StatusOr<std::string> {
+      if (i + 1 >= argc)
+        return absl::InvalidArgumentError(a + " needs a value");
+      return std::string(argv[++i]);
+    };
+    if (a == "--backend") {
+      absl::StatusOr<std::string> v = value();
+      if (!v.ok()) return v.status();
+      o.backend = *v;
+    } else if (a == "--workload") {
+      absl::StatusOr<std::string> v = value();
+      if (!v.ok()) return v.status();
+      o.workload = *v;
+    } else if (a == "--no-baseline") {
+      o.baseline = false;
+    } else {
+      return absl::InvalidArgumentError("unknown argument " + a);
+    }
+  }
+  if (o.workload != "W1" && o.workload != "W2") {
+    return absl::InvalidArgumentError("--workload must be W1 or W2");
+  }
+  return o;
+}
+
+std::string BackendName(const std::string& url) {
+  return url.substr(0, url.find(':'));
+}
+
+// A fresh SQLite file per measurement, next to the one the URL names.
+std::string FreshUrl(const std::string& url, const std::string& suffix) {
+  if (url.rfind("sqlite:", 0) != 0) return url;
+  std::string path = url.substr(7) + suffix;
+  for (const char* ext : {"", "-wal", "-shm"}) {
+    std::filesystem::remove(path + ext);
+  }
+  return "sqlite:" + path;
+}
+
+}  // namespace
+}  // namespace sluice::bench
+
+int main(int argc, char** argv) {
+  using namespace sluice::bench;
+  absl::StatusOr<Options> options = Parse(argc, argv);
+  if (!options.ok()) {
+    std::fprintf(stderr,
+                 "sluice-bench: %s\nusage: sluice-bench --backend URL "
+                 "--workload W1|W2 [--no-baseline]\n",
+                 std::string(options.status().message()).c_str());
+    return 2;
+  }
+  bool w1 = options->workload == "W1";
+  int runs = w1 ? 20'000 : 1'000;
+  int tasks_per_run = w1 ? 1 : 12;
+  int total_tasks = runs * tasks_per_run;
+
+  double baseline = 0;
+  if (options->baseline) {
+    absl::StatusOr<double> b =
+        MeasureBaseline(FreshUrl(options->backend, ".baseline"), total_tasks,
+                        options->concurrency);
+    if (!b.ok()) {
+      std::fprintf(stderr, "baseline: %s\n", b.status().ToString().c_str());
+      return 1;
+    }
+    baseline = *b;
+    std::printf("baseline: %s, %d jobs, %.0f jobs/s\n",
+                BaselineDescription(options->backend).c_str(), total_tasks,
+                baseline);
+  }
+  Options measured = *options;
+  measured.backend = FreshUrl(options->backend, "");
+  absl::StatusOr<double> rate = RunWorkload(
+      measured, w1 ? JobFlow() : MapReduceFlow(), runs, tasks_per_run);
+  if (!rate.ok()) {
+    std::fprintf(stderr, "sluice-bench: %s\n",
+                 rate.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("RESULT workload=%s backend=%s tasks_per_s=%.0f",
+              options->workload.c_str(), BackendName(options->backend).c_str(),
+              *rate);
+  if (options->baseline) {
+    std::printf(" baseline_per_s=%.0f ratio=%.2f", baseline, *rate / baseline);
+  }
+  std::printf("\n");
+  return 0;
+}

@@ -1,0 +1,243 @@
+// Forwarding wrappers: a Backend and Transaction that pass every call to
+// another one. Override BeforeCall() to observe or fail calls: a test that
+// counts calls or fails the Nth one is a few lines (see
+// tests/conformance/fault_injection_test.cc).
+#ifndef SLUICE_FORWARDING_BACKEND_H_
+#define SLUICE_FORWARDING_BACKEND_H_
+
+#include <memory>
+#include <string_view>
+#include <utility>
+
+#include "sluice/backend.h"
+#include "sluice/internal/status_macros.h"
+
+namespace sluice {
+
+class ForwardingTransaction : public Transaction {
+ public:
+  explicit ForwardingTransaction(std::unique_ptr<Transaction> target)
+      : target_(std::move(target)) {}
+
+  absl::Status Commit() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("Commit"));
+    return target_->Commit();
+  }
+  absl::Status LockFlowSlug(std::string_view flow_slug) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("LockFlowSlug"));
+    return target_->LockFlowSlug(flow_slug);
+  }
+  absl::StatusOr<std::optional<FlowRecord>> GetFlow(
+      std::string_view flow_slug) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetFlow"));
+    return target_->GetFlow(flow_slug);
+  }
+  absl::Status InsertFlow(const FlowRecord& flow) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("InsertFlow"));
+    return target_->InsertFlow(flow);
+  }
+  absl::StatusOr<std::vector<FlowRecord>> ListFlows() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListFlows"));
+    return target_->ListFlows();
+  }
+  absl::StatusOr<std::optional<QueueRecord>> GetQueue(
+      std::string_view name) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetQueue"));
+    return target_->GetQueue(name);
+  }
+  absl::StatusOr<bool> QueueExists(std::string_view name) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("QueueExists"));
+    return target_->QueueExists(name);
+  }
+  absl::Status CreateQueue(const QueueRecord& queue) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CreateQueue"));
+    return target_->CreateQueue(queue);
+  }
+  absl::Status InsertRuns(std::span<const RunRecord> runs) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("InsertRuns"));
+    return target_->InsertRuns(runs);
+  }
+  absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
+                                                  LockMode lock) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetRun"));
+    return target_->GetRun(run_id, lock);
+  }
+  absl::Status UpdateRun(const RunRecord& run) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateRun"));
+    return target_->UpdateRun(run);
+  }
+  absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id,
+                                           int delta) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AddRunRemainingSteps"));
+    return target_->AddRunRemainingSteps(run_id, delta);
+  }
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
+                                                  int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListRuns"));
+    return target_->ListRuns(flow_slug, limit);
+  }
+  absl::Status InsertStepStates(
+      std::span<const StepStateRecord> states) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("InsertStepStates"));
+    return target_->InsertStepStates(states);
+  }
+  absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
+      const RunId& run_id) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetStepStates"));
+    return target_->GetStepStates(run_id);
+  }
+  absl::Status UpdateStepStates(
+      std::span<const StepStateRecord> states) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateStepStates"));
+    return target_->UpdateStepStates(states);
+  }
+  absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id, int step_index,
+                                            int delta) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AddStepRemainingTasks"));
+    return target_->AddStepRemainingTasks(run_id, step_index, delta);
+  }
+  absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id, int step_index,
+                                           int delta) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AddStepRemainingDeps"));
+    return target_->AddStepRemainingDeps(run_id, step_index, delta);
+  }
+  absl::Status InsertTasks(std::span<const TaskRecord> tasks) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("InsertTasks"));
+    return target_->InsertTasks(tasks);
+  }
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
+      std::span<const TaskKey> keys, TaskFields fields) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetTasks"));
+    return target_->GetTasks(keys, fields);
+  }
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
+      std::string_view queue, std::span<const int64_t> message_ids,
+      TaskFields fields) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetTasksByMessage"));
+    return target_->GetTasksByMessage(queue, message_ids, fields);
+  }
+  absl::StatusOr<std::vector<bool>> UpdateTasks(
+      std::span<const TaskUpdate> updates) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateTasks"));
+    return target_->UpdateTasks(updates);
+  }
+  absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
+      const RunId& run_id, std::optional<int> step_index,
+      TaskFields fields) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetUnfinishedTasks"));
+    return target_->GetUnfinishedTasks(run_id, step_index, fields);
+  }
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(
+      const RunId& run_id) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListTasks"));
+    return target_->ListTasks(run_id);
+  }
+  absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
+      const RunId& run_id, int step_index) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetTaskOutputs"));
+    return target_->GetTaskOutputs(run_id, step_index);
+  }
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
+                                                           int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("FindStalledTasks"));
+    return target_->FindStalledTasks(now, limit);
+  }
+  absl::StatusOr<std::vector<int64_t>> AppendReports(
+      std::span<const OutboxReport> reports) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AppendReports"));
+    return target_->AppendReports(reports);
+  }
+  absl::StatusOr<std::vector<OutboxReport>> TakeReports(
+      std::span<const int64_t> report_ids) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("TakeReports"));
+    return target_->TakeReports(report_ids);
+  }
+  absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
+      absl::Time created_before, int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("TakeStaleReports"));
+    return target_->TakeStaleReports(created_before, limit);
+  }
+  absl::StatusOr<int64_t> CountReports() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CountReports"));
+    return target_->CountReports();
+  }
+  absl::StatusOr<std::vector<int64_t>> SendMessages(
+      std::string_view queue, std::span<const OutgoingMessage> messages,
+      absl::Time now) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("SendMessages"));
+    return target_->SendMessages(queue, messages, now);
+  }
+  absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ReadMessages"));
+    return target_->ReadMessages(queue, now, limit, visible_until);
+  }
+  absl::Status SetVisibility(
+      std::string_view queue,
+      std::span<const VisibilityUpdate> updates) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("SetVisibility"));
+    return target_->SetVisibility(queue, updates);
+  }
+  absl::Status ArchiveMessages(std::string_view queue,
+                               std::span<const int64_t> message_ids,
+                               absl::Time now) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ArchiveMessages"));
+    return target_->ArchiveMessages(queue, message_ids, now);
+  }
+  absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
+      std::string_view queue, int64_t message_id) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("LookupMessage"));
+    return target_->LookupMessage(queue, message_id);
+  }
+  absl::Status UpsertWorker(const WorkerRecord& worker) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpsertWorker"));
+    return target_->UpsertWorker(worker);
+  }
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListWorkers"));
+    return target_->ListWorkers();
+  }
+
+ protected:
+  // Runs before every call, named by its method. A non-OK status is returned
+  // in place of the call, which then never reaches the target.
+  virtual absl::Status BeforeCall(std::string_view method) {
+    (void)method;
+    return absl::OkStatus();
+  }
+  Transaction& target() { return *target_; }
+
+ private:
+  std::unique_ptr<Transaction> target_;
+};
+
+class ForwardingBackend : public Backend {
+ public:
+  // `target` must outlive this backend.
+  explicit ForwardingBackend(Backend& target) : target_(target) {}
+
+  int interface_version() const override { return target_.interface_version(); }
+  std::string_view name() const override { return target_.name(); }
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin() override {
+    SLUICE_RETURN_IF_ERROR(BeforeBegin());
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, target_.Begin());
+    return Wrap(std::move(tx));
+  }
+
+ protected:
+  // Runs before Begin(); a non-OK status is returned in its place.
+  virtual absl::Status BeforeBegin() { return absl::OkStatus(); }
+  // Wraps each transaction; the default forwards it unchanged.
+  virtual std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) {
+    return tx;
+  }
+  Backend& target() { return target_; }
+
+ private:
+  Backend& target_;
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_FORWARDING_BACKEND_H_

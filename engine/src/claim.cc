@@ -1,0 +1,182 @@
+// Engine::Claim: read a batch, classify all of it, then claim.
+#include <string>
+#include <vector>
+
+#include "compiled_flow.h"
+#include "engine_impl.h"
+#include "lease.h"
+#include "queue_name.h"
+#include "sluice/engine.h"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+
+namespace sluice {
+namespace {
+
+constexpr int kMaxClaimBatch = 1000;
+
+enum class Verdict { kClaim, kDuplicate, kArchive, kFatal };
+
+struct Classified {
+  Verdict verdict = Verdict::kFatal;
+  const CompiledStep* step = nullptr;
+  std::string problem;  // for kFatal: names ids, flows and steps, no bodies
+};
+
+absl::Status ValidateClaimRequest(const ClaimRequest& request) {
+  SLUICE_RETURN_IF_ERROR(queue_name::Validate(request.queue));
+  if (request.limit < 1 || request.limit > kMaxClaimBatch) {
+    return absl::InvalidArgumentError(StrCat(
+        "claim limit ", request.limit, " is out of range 1..", kMaxClaimBatch));
+  }
+  if (request.worker_id.empty()) {
+    return absl::InvalidArgumentError("claim needs a worker_id");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
+    const ClaimRequest& request) {
+  SLUICE_RETURN_IF_ERROR(ValidateClaimRequest(request));
+  const EngineOptions& options = impl_->options();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  absl::Time now = impl_->Now();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<MessageRecord> messages,
+                          tx->ReadMessages(request.queue, now, request.limit,
+                                           now + options.claim_grace));
+  if (messages.empty()) return std::vector<ClaimedTask>();
+  std::vector<int64_t> ids;
+  ids.reserve(messages.size());
+  for (const MessageRecord& m : messages) ids.push_back(m.message_id);
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<TaskRecord>> tasks,
+      tx->GetTasksByMessage(request.queue, ids, TaskFields::kAll));
+
+  // Classify the whole batch before changing anything.
+  std::vector<Classified> verdicts(ids.size());
+  FlowLookup flows(*impl_, *tx);
+  int fatal = 0;
+  std::string first_problem;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    Classified& c = verdicts[i];
+    if (!tasks[i]) {
+      c.problem = StrCat("message ", ids[i], " has no task");
+    } else {
+      const TaskRecord& t = *tasks[i];
+      absl::StatusOr<const CompiledFlow*> flow = flows.Get(t.flow_slug);
+      if (!flow.ok()) {
+        if (flow.status().code() != absl::StatusCode::kNotFound) {
+          return flow.status();
+        }
+        c.problem = StrCat("message ", ids[i], " belongs to flow \"",
+                           t.flow_slug, "\", which is not deployed");
+      } else if (t.key.step_index >= (*flow)->step_count()) {
+        c.problem = StrCat("message ", ids[i], " names step ", t.key.step_index,
+                           " of flow \"", t.flow_slug, "\", which has only ",
+                           (*flow)->step_count(), " steps");
+      } else {
+        c.step = &(*flow)->step(t.key.step_index);
+        if (t.queue_name != request.queue ||
+            c.step->shape->queue_name != request.queue) {
+          c.problem =
+              StrCat("message ", ids[i], " of flow \"", t.flow_slug,
+                     "\" step \"", c.step->shape->slug,
+                     "\" belongs on queue \"", c.step->shape->queue_name, "\"");
+        } else if (!request.served.Contains(t.flow_slug, t.key.step_index)) {
+          c.problem = StrCat("message ", ids[i], " is for flow \"", t.flow_slug,
+                             "\" step \"", c.step->shape->slug,
+                             "\", which this worker does not serve");
+        } else if (t.status == TaskStatus::kQueued) {
+          c.verdict = Verdict::kClaim;
+        } else if (t.status == TaskStatus::kStarted) {
+          c.verdict = Verdict::kDuplicate;
+        } else {
+          c.verdict = Verdict::kArchive;
+        }
+      }
+    }
+    if (c.verdict == Verdict::kFatal) {
+      if (fatal++ == 0) first_problem = c.problem;
+    }
+  }
+  if (fatal > 0) {
+    // Dropping the transaction undoes the read: the batch stays visible.
+    return absl::FailedPreconditionError(StrCat(
+        "worker ", request.worker_id, " on queue \"", request.queue,
+        "\": ", fatal, " of ", ids.size(), " messages can't be claimed (",
+        first_problem, "); the batch was left visible and nothing claimed"));
+  }
+
+  std::vector<TaskUpdate> updates;
+  std::vector<size_t> update_index;
+  std::vector<VisibilityUpdate> visibility;
+  std::vector<int64_t> archive;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    TaskRecord& t = *tasks[i];
+    switch (verdicts[i].verdict) {
+      case Verdict::kClaim: {
+        LeaseTimes lease = ComputeLease(*verdicts[i].step, now, options);
+        TaskUpdate u;
+        u.expected_status = t.status;
+        u.expected_attempts = t.attempts;
+        u.task.key = t.key;
+        u.task.status = TaskStatus::kStarted;
+        u.task.attempts = t.attempts + 1;
+        u.task.error = t.error;
+        u.task.started_at = now;
+        u.task.stall_at = lease.stall_at;
+        u.task.requeued_count = t.requeued_count;
+        u.task.worker_id = request.worker_id;
+        updates.push_back(std::move(u));
+        update_index.push_back(i);
+        break;
+      }
+      case Verdict::kDuplicate:
+        // Hide it until stall recovery could take the task back; re-reading
+        // it sooner would only find the same duplicate.
+        visibility.push_back({ids[i], std::max(t.stall_at.value_or(now),
+                                               now + options.claim_grace)});
+        break;
+      case Verdict::kArchive:
+        archive.push_back(ids[i]);
+        break;
+      case Verdict::kFatal:
+        break;
+    }
+  }
+  std::vector<ClaimedTask> claimed;
+  if (!updates.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
+                            tx->UpdateTasks(updates));
+    claimed.reserve(updates.size());
+    for (size_t u = 0; u < updates.size(); ++u) {
+      if (!applied[u]) continue;  // changed since the read; not ours
+      size_t i = update_index[u];
+      TaskRecord& t = *tasks[i];
+      const CompiledStep& step = *verdicts[i].step;
+      LeaseTimes lease = ComputeLease(step, now, options);
+      visibility.push_back({ids[i], lease.visible_until});
+      claimed.push_back(ClaimedTask{
+          .key = t.key,
+          .flow_slug = t.flow_slug,
+          .step_slug = step.shape->slug,
+          .attempt = updates[u].task.attempts,
+          .max_attempts = step.max_attempts,
+          .input = std::move(t.input),
+          .deadline = lease.deadline,
+      });
+    }
+  }
+  if (!visibility.empty()) {
+    SLUICE_RETURN_IF_ERROR(tx->SetVisibility(request.queue, visibility));
+  }
+  if (!archive.empty()) {
+    SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(request.queue, archive, now));
+  }
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  return claimed;
+}
+
+}  // namespace sluice

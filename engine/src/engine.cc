@@ -1,0 +1,379 @@
+// Engine: construction, deployment, runs, and the admin reads.
+#include "sluice/engine.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "absl/container/flat_hash_map.h"
+#include "engine_impl.h"
+#include "run_progress.h"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+#include "write_batch.h"
+
+namespace sluice {
+
+std::string_view ToString(DeployOutcome outcome) {
+  return outcome == DeployOutcome::kCompiled ? "compiled" : "verified";
+}
+
+std::string_view ToString(EventKind kind) {
+  switch (kind) {
+    case EventKind::kRunStarted:
+      return "run:started";
+    case EventKind::kRunCompleted:
+      return "run:completed";
+    case EventKind::kRunFailed:
+      return "run:failed";
+    case EventKind::kRunCancelled:
+      return "run:cancelled";
+    case EventKind::kStepStarted:
+      return "step:started";
+    case EventKind::kStepCompleted:
+      return "step:completed";
+    case EventKind::kStepFailed:
+      return "step:failed";
+    case EventKind::kStepSkipped:
+      return "step:skipped";
+  }
+  return "unknown";
+}
+
+// --- Engine::Impl -----------------------------------------------------------
+
+Engine::Impl::Impl(Backend& backend, EngineOptions options)
+    : backend_(backend), options_(std::move(options)) {
+  if (options_.clock == nullptr) options_.clock = Clock::Real();
+}
+
+void Engine::Impl::Log(LogLevel level, std::string_view message) const {
+  if (options_.log) {
+    options_.log(level, message);
+    return;
+  }
+  if (level == LogLevel::kInfo) return;
+  std::fprintf(stderr, "sluice %s: %.*s\n",
+               level == LogLevel::kError ? "error" : "warning",
+               static_cast<int>(message.size()), message.data());
+}
+
+absl::StatusOr<std::shared_ptr<const CompiledFlow>> Engine::Impl::FlowFor(
+    Transaction& tx, std::string_view slug) {
+  {
+    absl::MutexLock lock(&flows_mu_);
+    auto it = flows_.find(ToAbsl(slug));
+    if (it != flows_.end()) return it->second;
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> record, tx.GetFlow(slug));
+  if (!record) {
+    return absl::NotFoundError(
+        StrCat("flow \"", slug,
+               "\" is not deployed; deploy it (Engine::Deploy, or start a "
+               "worker for it) first"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(FlowShape shape,
+                          FlowShape::FromJson(record->definition));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
+                          CompiledFlow::Compile(std::move(shape)));
+  RememberFlow(flow);
+  return flow;
+}
+
+void Engine::Impl::RememberFlow(std::shared_ptr<const CompiledFlow> flow) {
+  // Deployed flows never change, so the first copy stays: pointers into it
+  // remain valid for the engine's lifetime.
+  absl::MutexLock lock(&flows_mu_);
+  flows_.try_emplace(flow->slug(), std::move(flow));
+}
+
+absl::StatusOr<const CompiledFlow*> FlowLookup::Get(std::string_view slug) {
+  if (last_ == nullptr || last_->slug() != slug) {
+    SLUICE_ASSIGN_OR_RETURN(last_, impl_.FlowFor(tx_, slug));
+  }
+  return last_.get();
+}
+
+absl::StatusOr<std::unique_ptr<Transaction>> Engine::Impl::Begin() {
+  return backend_.Begin();
+}
+
+absl::Status Engine::Impl::Commit(Transaction& tx, TransactionEffects effects) {
+  SLUICE_RETURN_IF_ERROR(events_.CommitAndPublish([&tx] { return tx.Commit(); },
+                                                  std::move(effects.events)));
+  for (const std::string& queue : effects.queues_to_wake) {
+    signals_.Notify(queue);
+  }
+  return absl::OkStatus();
+}
+
+// --- Engine -----------------------------------------------------------------
+
+Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Engine::~Engine() = default;
+
+absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Backend& backend,
+                                                       EngineOptions options) {
+  if (backend.interface_version() != Backend::kInterfaceVersion) {
+    return absl::FailedPreconditionError(
+        StrCat("backend \"", backend.name(), "\" implements interface version ",
+               backend.interface_version(), " but this engine needs version ",
+               Backend::kInterfaceVersion, "; rebuild the backend"));
+  }
+  if (options.stall_budget < 0 || options.claim_grace < absl::ZeroDuration() ||
+      options.recovery_grace < options.claim_grace ||
+      options.report_stale_after < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "engine options: stall_budget, claim_grace and report_stale_after "
+        "must be >= 0 and recovery_grace >= claim_grace");
+  }
+  return std::unique_ptr<Engine>(
+      new Engine(std::make_unique<Impl>(backend, std::move(options))));
+}
+
+Clock& Engine::clock() const { return impl_->clock(); }
+Backend& Engine::backend() const { return impl_->backend(); }
+const EngineOptions& Engine::options() const { return impl_->options(); }
+
+int Engine::Subscribe(EventHandler handler) {
+  return impl_->events().Subscribe(std::move(handler));
+}
+void Engine::Unsubscribe(int id) { impl_->events().Unsubscribe(id); }
+void Engine::Wake(std::string_view queue) { impl_->signals().Notify(queue); }
+
+namespace {
+
+// Registers the flow's queues, refusing one that exists unregistered or is
+// owned by another flow.
+absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
+                            absl::Time now) {
+  for (const std::string& queue : flow.queues()) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<QueueRecord> entry,
+                            tx.GetQueue(queue));
+    if (entry) {
+      if (entry->owner_flow == flow.slug()) continue;
+      return absl::FailedPreconditionError(StrCat(
+          "flow \"", flow.slug(), "\": queue \"", queue, "\" is owned by ",
+          entry->owner_flow.empty()
+              ? std::string("no flow (it is shared)")
+              : StrCat("flow \"", entry->owner_flow, "\""),
+          "; use a flow slug whose lowercase form is not taken"));
+    }
+    SLUICE_ASSIGN_OR_RETURN(bool exists, tx.QueueExists(queue));
+    if (exists) {
+      return absl::FailedPreconditionError(
+          StrCat("flow \"", flow.slug(), "\": queue \"", queue,
+                 "\" already exists but Sluice did not create it; drop it or "
+                 "choose another flow slug"));
+    }
+    SLUICE_RETURN_IF_ERROR(
+        tx.CreateQueue(QueueRecord{queue, flow.slug(), now}));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<DeployOutcome> Engine::Deploy(const Flow& flow) {
+  SLUICE_RETURN_IF_ERROR(flow.Validate());
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> compiled,
+                          CompiledFlow::Compile(flow.shape()));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_RETURN_IF_ERROR(tx->LockFlowSlug(flow.slug()));
+  SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> stored,
+                          tx->GetFlow(flow.slug()));
+  if (stored) {
+    SLUICE_ASSIGN_OR_RETURN(FlowShape stored_shape,
+                            FlowShape::FromJson(stored->definition));
+    std::vector<std::string> differences =
+        flow.shape().DifferencesFrom(stored_shape);
+    if (!differences.empty()) {
+      std::string message =
+          StrCat("flow \"", flow.slug(),
+                 "\" differs from the deployed flow of that slug; deploy the "
+                 "changed flow under a new slug. Differences:");
+      for (const std::string& d : differences) StrAppend(&message, "\n- ", d);
+      return absl::FailedPreconditionError(message);
+    }
+    impl_->RememberFlow(compiled);
+    return DeployOutcome::kVerified;
+  }
+  absl::Time now = impl_->Now();
+  SLUICE_RETURN_IF_ERROR(RegisterQueues(*tx, *compiled, now));
+  SLUICE_RETURN_IF_ERROR(
+      tx->InsertFlow(FlowRecord{flow.slug(), flow.shape().ToJson(), now}));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  impl_->RememberFlow(compiled);
+  return DeployOutcome::kCompiled;
+}
+
+absl::StatusOr<RunId> Engine::StartRun(std::string_view flow_slug,
+                                       const Json& input) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<RunId> ids,
+                          StartRuns(flow_slug, std::span(&input, 1)));
+  return ids.front();
+}
+
+namespace {
+
+absl::Status ValidateRunInput(const CompiledFlow& flow, const Json& input,
+                              size_t index, size_t count) {
+  int root_map = flow.root_map_step();
+  if (root_map < 0 || input.is_array()) return absl::OkStatus();
+  std::string which = count > 1 ? StrCat(" (input ", index, ")") : "";
+  return absl::InvalidArgumentError(
+      StrCat("flow \"", flow.slug(), "\" has a root map step \"",
+             flow.step(root_map).shape->slug,
+             "\", so its run input must be a JSON array, not ",
+             JsonTypeName(input), which));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
+    std::string_view flow_slug, std::span<const Json> inputs) {
+  SLUICE_RETURN_IF_ERROR(ValidateSlug(flow_slug, "flow"));
+  if (inputs.empty()) {
+    return absl::InvalidArgumentError("StartRuns needs at least one input");
+  }
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(CheckPayloadSize(
+        inputs[i], "run input", impl_->options().max_payload_bytes));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
+                          impl_->FlowFor(*tx, flow_slug));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(
+        ValidateRunInput(*flow, inputs[i], i, inputs.size()));
+  }
+  absl::Time now = impl_->Now();
+  WriteBatch writes;
+  TransactionEffects effects;
+  RunProgress::Context context{
+      *tx, *flow, now, writes,
+      impl_->wants_events() ? &effects.events : nullptr};
+  std::vector<RunId> ids;
+  ids.reserve(inputs.size());
+  for (const Json& input : inputs) {
+    RunId id = RunId::Random();
+    RunProgress run = RunProgress::ForNewRun(context, id, input);
+    SLUICE_RETURN_IF_ERROR(run.Advance());
+    run.Finish();
+    ids.push_back(id);
+  }
+  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  return ids;
+}
+
+absl::Status Engine::CancelRun(const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::optional<RunRecord> run,
+                          tx->GetRun(run_id, LockMode::kForUpdate));
+  if (!run) {
+    return absl::NotFoundError(
+        StrCat("run ", run_id.ToString(), " does not exist"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
+                          impl_->FlowFor(*tx, run->flow_slug));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<StepStateRecord> steps,
+                          tx->GetStepStates(run_id));
+  absl::Time now = impl_->Now();
+  WriteBatch writes;
+  TransactionEffects effects;
+  RunProgress progress(
+      RunProgress::Context{*tx, *flow, now, writes,
+                           impl_->wants_events() ? &effects.events : nullptr},
+      std::move(*run), std::move(steps));
+  SLUICE_RETURN_IF_ERROR(progress.Cancel());
+  progress.Finish();
+  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
+  return impl_->Commit(*tx, std::move(effects));
+}
+
+absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::optional<RunRecord> run,
+                          tx->GetRun(run_id, LockMode::kNone));
+  if (!run) {
+    return absl::NotFoundError(
+        StrCat("run ", run_id.ToString(), " does not exist"));
+  }
+  RunView view;
+  view.run = std::move(*run);
+  SLUICE_ASSIGN_OR_RETURN(view.steps, tx->GetStepStates(run_id));
+  SLUICE_ASSIGN_OR_RETURN(view.tasks, tx->ListTasks(run_id));
+  return view;
+}
+
+absl::StatusOr<std::vector<RunRecord>> Engine::ListRuns(
+    std::string_view flow_slug, int limit) {
+  if (!flow_slug.empty())
+    SLUICE_RETURN_IF_ERROR(ValidateSlug(flow_slug, "flow"));
+  if (limit < 1 || limit > 10'000) {
+    return absl::InvalidArgumentError(
+        StrCat("ListRuns limit ", limit, " is out of range 1..10000"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  return tx->ListRuns(flow_slug, limit);
+}
+
+absl::StatusOr<std::vector<QueueCoverage>> Engine::Coverage(
+    absl::Duration liveness) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::vector<FlowRecord> flows, tx->ListFlows());
+  SLUICE_ASSIGN_OR_RETURN(std::vector<WorkerRecord> workers, tx->ListWorkers());
+  absl::Time now = impl_->Now();
+  std::vector<QueueCoverage> coverage;
+  absl::flat_hash_map<std::string, size_t> by_queue;
+  for (const FlowRecord& record : flows) {
+    SLUICE_ASSIGN_OR_RETURN(FlowShape shape,
+                            FlowShape::FromJson(record.definition));
+    for (const StepShape& step : shape.steps) {
+      auto [it, inserted] =
+          by_queue.try_emplace(step.queue_name, coverage.size());
+      if (inserted) coverage.push_back(QueueCoverage{step.queue_name, {}, 0});
+      std::vector<std::string>& flows_of_queue = coverage[it->second].flows;
+      if (std::find(flows_of_queue.begin(), flows_of_queue.end(), shape.slug) ==
+          flows_of_queue.end()) {
+        flows_of_queue.push_back(shape.slug);
+      }
+    }
+  }
+  for (const WorkerRecord& w : workers) {
+    bool live = !w.stopped_at && now - w.last_heartbeat_at <= liveness;
+    auto it = by_queue.find(w.queue_name);
+    if (live && it != by_queue.end()) ++coverage[it->second].live_workers;
+  }
+  return coverage;
+}
+
+void StepSet::Add(std::string_view flow_slug, int step_index) {
+  auto it = std::find_if(flows_.begin(), flows_.end(),
+                         [&](const auto& f) { return f.first == flow_slug; });
+  if (it == flows_.end()) {
+    flows_.emplace_back(std::string(flow_slug), std::vector<bool>());
+    it = std::prev(flows_.end());
+  }
+  if (it->second.size() <= static_cast<size_t>(step_index)) {
+    it->second.resize(step_index + 1, false);
+  }
+  it->second[step_index] = true;
+}
+
+void StepSet::AddFlow(const FlowShape& flow) {
+  for (size_t i = 0; i < flow.steps.size(); ++i) {
+    Add(flow.slug, static_cast<int>(i));
+  }
+}
+
+bool StepSet::Contains(std::string_view flow_slug, int step_index) const {
+  for (const auto& [slug, steps] : flows_) {
+    if (slug != flow_slug) continue;
+    return step_index >= 0 && static_cast<size_t>(step_index) < steps.size() &&
+           steps[step_index];
+  }
+  return false;
+}
+
+}  // namespace sluice

@@ -1,0 +1,79 @@
+// The engine's private state, shared by the files that implement its calls.
+#ifndef SLUICE_ENGINE_ENGINE_IMPL_H_
+#define SLUICE_ENGINE_ENGINE_IMPL_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
+#include "compiled_flow.h"
+#include "event_publisher.h"
+#include "queue_signals.h"
+#include "sluice/backend.h"
+#include "sluice/engine.h"
+#include "sluice/internal/status_macros.h"
+
+namespace sluice {
+
+// What a transaction does besides its writes: events to publish and queues
+// whose workers should wake, both only after it commits.
+struct TransactionEffects {
+  std::vector<Event> events;
+  absl::flat_hash_set<std::string> queues_to_wake;
+};
+
+// Remembers the last flow looked up, so a batch of tasks of one flow costs
+// one cache lookup rather than one per task.
+class FlowLookup {
+ public:
+  FlowLookup(Engine::Impl& impl, Transaction& tx) : impl_(impl), tx_(tx) {}
+  absl::StatusOr<const CompiledFlow*> Get(std::string_view slug);
+
+ private:
+  Engine::Impl& impl_;
+  Transaction& tx_;
+  std::shared_ptr<const CompiledFlow> last_;
+};
+
+class Engine::Impl {
+ public:
+  Impl(Backend& backend, EngineOptions options);
+
+  Backend& backend() const { return backend_; }
+  const EngineOptions& options() const { return options_; }
+  Clock& clock() const { return *options_.clock; }
+  absl::Time Now() const { return options_.clock->Now(); }
+  EventPublisher& events() { return events_; }
+  QueueSignals& signals() { return signals_; }
+  bool wants_events() const { return events_.HasSubscribers(); }
+
+  void Log(LogLevel level, std::string_view message) const;
+
+  // The compiled flow for `slug`, read through `tx` on first use and cached
+  // (deployed flows never change). kNotFound if not deployed.
+  absl::StatusOr<std::shared_ptr<const CompiledFlow>> FlowFor(
+      Transaction& tx, std::string_view slug);
+  void RememberFlow(std::shared_ptr<const CompiledFlow> flow);
+
+  absl::StatusOr<std::unique_ptr<Transaction>> Begin();
+  // Commits `tx`, then publishes the events and wakes the queues.
+  absl::Status Commit(Transaction& tx, TransactionEffects effects);
+
+ private:
+  Backend& backend_;
+  EngineOptions options_;
+  EventPublisher events_;
+  QueueSignals signals_;
+  absl::Mutex flows_mu_;
+  absl::flat_hash_map<std::string, std::shared_ptr<const CompiledFlow>> flows_
+      ABSL_GUARDED_BY(flows_mu_);
+};
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_ENGINE_IMPL_H_

@@ -1,0 +1,419 @@
+#include "run_progress.h"
+
+#include "boost/json/array.hpp"
+#include "boost/json/object.hpp"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+
+namespace sluice {
+namespace {
+
+bool ConditionMet(const StepSpec& spec, const Json& input) {
+  if (spec.if_pattern && !JsonContains(input, *spec.if_pattern)) return false;
+  if (spec.if_not_pattern && JsonContains(input, *spec.if_not_pattern)) {
+    return false;
+  }
+  return true;
+}
+
+bool HasCondition(const StepSpec& spec) {
+  return spec.if_pattern.has_value() || spec.if_not_pattern.has_value();
+}
+
+}  // namespace
+
+RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input) {
+  const CompiledFlow& flow = context.flow;
+  RunRecord run;
+  run.run_id = run_id;
+  run.flow_slug = flow.slug();
+  run.status = RunStatus::kStarted;
+  run.remaining_steps = flow.step_count();
+  run.started_at = context.now;
+  std::vector<StepStateRecord> steps(flow.step_count());
+  for (const CompiledStep& step : flow.steps()) {
+    StepStateRecord& s = steps[step.index];
+    s.run_id = run_id;
+    s.step_index = step.index;
+    s.step_slug = step.shape->slug;
+    s.remaining_deps = static_cast<int>(step.dependencies.size());
+    if (step.is_root_map) {
+      s.initial_tasks = static_cast<int>(input.as_array().size());
+    } else if (step.shape->kind == StepKind::kSingle) {
+      s.initial_tasks = 1;
+    }
+  }
+  run.input = std::move(input);
+  RunProgress progress(context, std::move(run), std::move(steps), true);
+  progress.Emit(EventKind::kRunStarted, -1, progress.run_.input);
+  return progress;
+}
+
+RunProgress::RunProgress(Context context, RunRecord run,
+                         std::vector<StepStateRecord> steps)
+    : RunProgress(context, std::move(run), std::move(steps), false) {}
+
+RunProgress::RunProgress(Context context, RunRecord run,
+                         std::vector<StepStateRecord> steps, bool fresh)
+    : ctx_(context),
+      run_(std::move(run)),
+      steps_(std::move(steps)),
+      dirty_(steps_.size(), false),
+      fresh_(fresh),
+      new_tasks_(steps_.size()) {}
+
+void RunProgress::Emit(EventKind kind, int step, std::optional<Json> value,
+                       std::string error, SkipReason reason) {
+  if (ctx_.events == nullptr) return;
+  Event e;
+  e.kind = kind;
+  e.run_id = run_.run_id;
+  e.flow_slug = run_.flow_slug;
+  if (step >= 0) e.step_slug = ctx_.flow.step(step).shape->slug;
+  e.value = std::move(value);
+  e.error = std::move(error);
+  e.skip_reason = reason;
+  e.at = ctx_.now;
+  ctx_.events->push_back(std::move(e));
+}
+
+absl::StatusOr<int> RunProgress::AddRemainingTasks(int step, int delta) {
+  StepStateRecord& s = state(step);
+  if (fresh_) {
+    s.remaining_tasks = s.remaining_tasks.value_or(0) + delta;
+    return *s.remaining_tasks;
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      int value, ctx_.tx.AddStepRemainingTasks(run_.run_id, step, delta));
+  s.remaining_tasks = value;
+  return value;
+}
+
+absl::Status RunProgress::AddRemainingDeps(int step, int delta) {
+  StepStateRecord& s = state(step);
+  if (fresh_) {
+    s.remaining_deps += delta;
+    return absl::OkStatus();
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      s.remaining_deps, ctx_.tx.AddStepRemainingDeps(run_.run_id, step, delta));
+  return absl::OkStatus();
+}
+
+absl::Status RunProgress::AddRemainingSteps(int delta) {
+  if (fresh_) {
+    run_.remaining_steps += delta;
+    return absl::OkStatus();
+  }
+  SLUICE_ASSIGN_OR_RETURN(run_.remaining_steps,
+                          ctx_.tx.AddRunRemainingSteps(run_.run_id, delta));
+  return absl::OkStatus();
+}
+
+Json RunProgress::StepInput(int step) const {
+  boost::json::object input;
+  const CompiledStep& s = ctx_.flow.step(step);
+  input.reserve(1 + s.dependencies.size());
+  input.emplace("run", run_.input);
+  for (int dep : s.dependencies) {
+    const StepStateRecord& d = steps_[dep];
+    if (d.status == StepStatus::kCompleted && d.output.has_value()) {
+      input.emplace(ctx_.flow.step(dep).shape->slug, *d.output);
+    }
+  }
+  return input;
+}
+
+absl::Status RunProgress::Advance() {
+  for (int i = 0; i < ctx_.flow.step_count() && !ended(); ++i) {
+    const StepStateRecord& s = state(i);
+    if (s.status == StepStatus::kCreated && s.remaining_deps == 0) {
+      SLUICE_RETURN_IF_ERROR(ResolveReadyStep(i));
+    }
+  }
+  MaybeCompleteRun();
+  return absl::OkStatus();
+}
+
+absl::Status RunProgress::ResolveReadyStep(int step) {
+  const CompiledStep& s = ctx_.flow.step(step);
+  const StepSpec& spec = s.shape->spec;
+  bool needs_input = HasCondition(spec) || s.shape->kind == StepKind::kSingle;
+  Json input = needs_input ? StepInput(step) : Json();
+  if (HasCondition(spec) && !ConditionMet(spec, input)) {
+    switch (spec.when_unmet) {
+      case Policy::kFail:
+        return FailStep(step, "Condition not met");
+      case Policy::kSkip:
+        return SkipStep(step, SkipReason::kConditionUnmet, "");
+      case Policy::kSkipCascade:
+        return SkipCascade(step, SkipReason::kConditionUnmet, "");
+    }
+  }
+  std::optional<int> tasks = state(step).initial_tasks;
+  if (!tasks.has_value()) {
+    return absl::InternalError(
+        StrCat("run ", run_.run_id.ToString(), ": map step \"", s.shape->slug,
+               "\" is ready but its task count is unknown"));
+  }
+  if (*tasks == 0) return CompleteStep(step, boost::json::array());
+  return StartStep(step, input);
+}
+
+absl::Status RunProgress::StartStep(int step, const Json& input) {
+  const CompiledStep& s = ctx_.flow.step(step);
+  StepStateRecord& st = state(step);
+  st.status = StepStatus::kStarted;
+  st.started_at = ctx_.now;
+  st.remaining_tasks = st.initial_tasks;
+  MarkDirty(step);
+  Emit(EventKind::kStepStarted, step);
+
+  std::string run_id = run_.run_id.ToString();
+  auto create = [&](int task_index, Json task_input) {
+    TaskRecord task;
+    task.key = TaskKey{run_.run_id, step, task_index};
+    task.flow_slug = run_.flow_slug;
+    task.input = std::move(task_input);
+    task.queue_name = s.shape->queue_name;
+    task.queued_at = ctx_.now;
+    Json body = MessageBody(task, run_id, s.shape->slug);
+    new_tasks_[step].push_back(ctx_.writes.CreateTask(
+        std::move(task), std::move(body), ctx_.now + s.start_delay));
+  };
+  if (s.shape->kind == StepKind::kSingle) {
+    create(0, input);
+    return absl::OkStatus();
+  }
+  const Json& source =
+      s.is_root_map ? run_.input : *state(s.dependencies.front()).output;
+  const boost::json::array& elements = source.as_array();
+  new_tasks_[step].reserve(elements.size());
+  for (size_t k = 0; k < elements.size(); ++k) {
+    create(static_cast<int>(k), elements[k]);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunProgress::CompleteStep(int step, Json output) {
+  StepStateRecord& st = state(step);
+  st.status = StepStatus::kCompleted;
+  if (!st.started_at) st.started_at = ctx_.now;
+  st.finished_at = ctx_.now;
+  st.remaining_tasks = 0;
+  st.output = std::move(output);
+  MarkDirty(step);
+  Emit(EventKind::kStepCompleted, step, st.output);
+  SLUICE_RETURN_IF_ERROR(AddRemainingSteps(-1));
+  return ReleaseDependents(step);
+}
+
+absl::Status RunProgress::ReleaseDependents(int step) {
+  const StepStateRecord& parent = state(step);
+  for (int d : ctx_.flow.step(step).dependents) {
+    SLUICE_RETURN_IF_ERROR(AddRemainingDeps(d, -1));
+    StepStateRecord& child = state(d);
+    bool is_map = ctx_.flow.step(d).shape->kind == StepKind::kMap;
+    if (!is_map || child.initial_tasks.has_value()) continue;
+    MarkDirty(d);
+    if (parent.status != StepStatus::kCompleted) {
+      child.initial_tasks = 0;  // a skipped source maps over nothing
+      continue;
+    }
+    if (!parent.output.has_value() || !parent.output->is_array()) {
+      std::string type =
+          parent.output ? std::string(JsonTypeName(*parent.output)) : "nothing";
+      return FailStep(d, StrCat("[TYPE_VIOLATION] Map step \"", child.step_slug,
+                                "\" expects array input but dependency \"",
+                                parent.step_slug, "\" produced ", type));
+    }
+    child.initial_tasks = static_cast<int>(parent.output->as_array().size());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunProgress::SkipStep(int step, SkipReason reason,
+                                   const std::string& error) {
+  StepStateRecord& st = state(step);
+  if (IsTerminal(st.status)) return absl::OkStatus();
+  st.status = StepStatus::kSkipped;
+  st.skip_reason = reason;
+  st.error = error;
+  st.finished_at = ctx_.now;
+  st.remaining_tasks.reset();
+  MarkDirty(step);
+  Emit(EventKind::kStepSkipped, step, std::nullopt, error, reason);
+  SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(step, TaskStatus::kSkipped));
+  SLUICE_RETURN_IF_ERROR(AddRemainingSteps(-1));
+  return ReleaseDependents(step);
+}
+
+absl::Status RunProgress::SkipCascade(int step, SkipReason reason,
+                                      const std::string& error) {
+  std::vector<bool> in_cascade(steps_.size(), false);
+  in_cascade[step] = true;
+  int skipped = 0;
+  // Definition order is topological: a step joins when any dependency did.
+  for (int i = step; i < ctx_.flow.step_count(); ++i) {
+    if (i != step) {
+      for (int dep : ctx_.flow.step(i).dependencies) {
+        if (in_cascade[dep]) in_cascade[i] = true;
+      }
+    }
+    if (!in_cascade[i] || IsTerminal(state(i).status)) continue;
+    StepStateRecord& st = state(i);
+    bool trigger = i == step;
+    st.status = StepStatus::kSkipped;
+    st.skip_reason = trigger ? reason : SkipReason::kDependencySkipped;
+    st.error = trigger ? error : "";
+    st.finished_at = ctx_.now;
+    st.remaining_tasks.reset();
+    MarkDirty(i);
+    Emit(EventKind::kStepSkipped, i, std::nullopt, st.error, st.skip_reason);
+    SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(i, TaskStatus::kSkipped));
+    ++skipped;
+  }
+  return AddRemainingSteps(-skipped);
+}
+
+absl::Status RunProgress::FailStep(int step, const std::string& error) {
+  StepStateRecord& st = state(step);
+  st.status = StepStatus::kFailed;
+  st.error = error;
+  st.finished_at = ctx_.now;
+  MarkDirty(step);
+  Emit(EventKind::kStepFailed, step, std::nullopt, error);
+  return EndRun(RunStatus::kFailed, error);
+}
+
+absl::Status RunProgress::EndRun(RunStatus status, const std::string& error) {
+  run_.status = status;
+  run_.error = error;
+  run_.finished_at = ctx_.now;
+  run_dirty_ = true;
+  Emit(status == RunStatus::kCancelled ? EventKind::kRunCancelled
+                                       : EventKind::kRunFailed,
+       -1, std::nullopt, error);
+  SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(-1, TaskStatus::kCancelled));
+  for (int i = 0; i < ctx_.flow.step_count(); ++i) {
+    StepStateRecord& st = state(i);
+    if (IsTerminal(st.status)) continue;
+    st.status = StepStatus::kCancelled;
+    st.finished_at = ctx_.now;
+    MarkDirty(i);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
+  for (int i = 0; i < ctx_.flow.step_count(); ++i) {
+    if (step >= 0 && i != step) continue;
+    for (size_t handle : new_tasks_[i]) {
+      ctx_.writes.EndNewTask(handle, status, ctx_.now);
+    }
+    new_tasks_[i].clear();
+  }
+  if (fresh_) return absl::OkStatus();
+  std::optional<int> only_step;
+  if (step >= 0) only_step = step;
+  SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks,
+                          ctx_.tx.GetUnfinishedTasks(run_.run_id, only_step,
+                                                     TaskFields::kNoPayloads));
+  for (TaskRecord& task : tasks) {
+    TaskStatus expected = task.status;
+    int attempts = task.attempts;
+    ctx_.writes.Archive(task.queue_name, task.message_id);
+    task.status = status;
+    task.finished_at = ctx_.now;
+    task.stall_at.reset();
+    ctx_.writes.UpdateTask(TaskUpdate{std::move(task), expected, attempts});
+  }
+  return absl::OkStatus();
+}
+
+void RunProgress::MaybeCompleteRun() {
+  if (ended() || run_.remaining_steps != 0) return;
+  boost::json::object output;
+  for (const CompiledStep& step : ctx_.flow.steps()) {
+    const StepStateRecord& st = state(step.index);
+    if (step.is_leaf && st.status == StepStatus::kCompleted) {
+      output.emplace(step.shape->slug, st.output.value_or(Json()));
+    }
+  }
+  run_.status = RunStatus::kCompleted;
+  run_.output = Json(std::move(output));
+  run_.finished_at = ctx_.now;
+  run_dirty_ = true;
+  Emit(EventKind::kRunCompleted, -1, run_.output);
+}
+
+absl::Status RunProgress::CompleteTasks(int step, int count) {
+  if (ended() || state(step).status != StepStatus::kStarted) {
+    return absl::OkStatus();
+  }
+  SLUICE_ASSIGN_OR_RETURN(int remaining, AddRemainingTasks(step, -count));
+  if (remaining > 0) return absl::OkStatus();
+  if (remaining < 0) {
+    return absl::InternalError(StrCat(
+        "run ", run_.run_id.ToString(), ": step \"", state(step).step_slug,
+        "\" counted ", -remaining, " more completions than it has tasks"));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Json>> outputs,
+                          ctx_.tx.GetTaskOutputs(run_.run_id, step));
+  if (ctx_.flow.step(step).shape->kind == StepKind::kSingle) {
+    Json output = outputs.empty() ? Json() : outputs[0].value_or(Json());
+    return CompleteStep(step, std::move(output));
+  }
+  boost::json::array aggregated;
+  aggregated.reserve(outputs.size());
+  for (std::optional<Json>& o : outputs) {
+    aggregated.push_back(o ? std::move(*o) : Json());
+  }
+  return CompleteStep(step, std::move(aggregated));
+}
+
+absl::Status RunProgress::ExhaustTask(int step, const std::string& error) {
+  if (ended() || state(step).status != StepStatus::kStarted) {
+    return absl::OkStatus();
+  }
+  switch (ctx_.flow.step(step).shape->spec.when_exhausted) {
+    case Policy::kFail:
+      return FailStep(step, error);
+    case Policy::kSkip:
+      return SkipStep(step, SkipReason::kHandlerFailed, error);
+    case Policy::kSkipCascade:
+      return SkipCascade(step, SkipReason::kHandlerFailed, error);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunProgress::FailTypeViolation(int step,
+                                            const std::string& error) {
+  if (ended() || state(step).status != StepStatus::kStarted) {
+    return absl::OkStatus();
+  }
+  return FailStep(step, error);
+}
+
+absl::Status RunProgress::Cancel() {
+  if (ended()) {
+    return absl::FailedPreconditionError(StrCat(
+        "run ", run_.run_id.ToString(), " already ended (",
+        ToString(run_.status), "); only a started run can be cancelled"));
+  }
+  return EndRun(RunStatus::kCancelled, "cancelled");
+}
+
+void RunProgress::Finish() {
+  if (fresh_) {
+    ctx_.writes.InsertRun(std::move(run_));
+    for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
+    return;
+  }
+  if (run_dirty_) ctx_.writes.UpdateRun(run_);
+  for (size_t i = 0; i < steps_.size(); ++i) {
+    if (dirty_[i]) ctx_.writes.UpdateStepState(steps_[i]);
+  }
+}
+
+}  // namespace sluice

@@ -1,0 +1,79 @@
+// The writes of one engine transaction, gathered so they reach the backend
+// in a few batched calls: new runs, step states and tasks, their messages,
+// and changes to existing records.
+#ifndef SLUICE_ENGINE_WRITE_BATCH_H_
+#define SLUICE_ENGINE_WRITE_BATCH_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "engine_impl.h"
+#include "sluice/backend.h"
+
+namespace sluice {
+
+class WriteBatch {
+ public:
+  void InsertRun(RunRecord run) { new_runs_.push_back(std::move(run)); }
+  void InsertStepState(StepStateRecord s) {
+    new_step_states_.push_back(std::move(s));
+  }
+  void UpdateRun(RunRecord run) { updated_runs_.push_back(std::move(run)); }
+  void UpdateStepState(StepStateRecord s) {
+    updated_step_states_.push_back(std::move(s));
+  }
+  void UpdateTask(TaskUpdate update) {
+    task_updates_.push_back(std::move(update));
+  }
+
+  // Queues a new task and its message (sent at Flush, visible at
+  // `visible_at`). Returns a handle for EndNewTask.
+  size_t CreateTask(TaskRecord task, Json message_body, absl::Time visible_at);
+  // Gives a task created in this batch a terminal status before it is
+  // written; its message is archived as soon as it is sent.
+  void EndNewTask(size_t handle, TaskStatus status, absl::Time now);
+
+  void Archive(const std::string& queue, int64_t message_id) {
+    archives_[queue].push_back(message_id);
+  }
+  void SetVisible(const std::string& queue, int64_t message_id,
+                  absl::Time visible_at) {
+    visibility_[queue].push_back({message_id, visible_at});
+  }
+
+  // Writes everything: inserts first (runs, step states, messages, tasks),
+  // then updates, visibility changes and archives. Records the queues that
+  // got new visible messages in `effects`.
+  absl::Status Flush(Transaction& tx, absl::Time now,
+                     TransactionEffects& effects);
+
+ private:
+  struct NewTask {
+    TaskRecord task;
+    Json body;
+    absl::Time visible_at;
+    bool archive = false;
+  };
+  absl::Status SendAndInsertTasks(Transaction& tx, absl::Time now,
+                                  TransactionEffects& effects);
+
+  std::vector<RunRecord> new_runs_;
+  std::vector<StepStateRecord> new_step_states_;
+  std::vector<NewTask> new_tasks_;
+  std::vector<RunRecord> updated_runs_;
+  std::vector<StepStateRecord> updated_step_states_;
+  std::vector<TaskUpdate> task_updates_;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> archives_;
+  absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> visibility_;
+};
+
+// The body of a task's message, for any pgmq client reading the queue.
+// `run_id` is the task's run id as text (computed once per step by callers).
+Json MessageBody(const TaskRecord& task, const std::string& run_id,
+                 const std::string& step_slug);
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_WRITE_BATCH_H_

@@ -1,0 +1,187 @@
+#include "harness.h"
+
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "absl/synchronization/mutex.h"
+#include "sluice/backends.h"
+
+namespace sluice::testing {
+
+Json J(std::string_view text) {
+  absl::StatusOr<Json> v = ParseJson(text, "test JSON");
+  EXPECT_TRUE(v.ok()) << v.status();
+  return v.ok() ? *v : Json();
+}
+
+Handler Returns(Json output) {
+  return [output](const Json&, TaskContext&) -> absl::StatusOr<Json> {
+    return output;
+  };
+}
+
+Handler Echo() {
+  return [](const Json& input, TaskContext&) -> absl::StatusOr<Json> {
+    return input;
+  };
+}
+
+std::unique_ptr<Backend> OpenTestBackend(const std::string& kind,
+                                         const std::string& sqlite_path) {
+  std::string url = kind == "sqlite" ? "sqlite:" + sqlite_path : kind + ":";
+  absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url);
+  EXPECT_TRUE(backend.ok()) << backend.status();
+  return backend.ok() ? std::move(*backend) : nullptr;
+}
+
+void Conformance::SetUp() {
+  char dir[] = "/tmp/sluice-conformance-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  temp_dir_ = dir;
+  sqlite_path_ = temp_dir_ + "/sluice.db";
+  backend_ = OpenTestBackend(GetParam(), sqlite_path_);
+  ASSERT_NE(backend_, nullptr);
+  UseEngine(*backend_);
+}
+
+void Conformance::TearDown() {
+  engine_.reset();
+  backend_.reset();
+  std::error_code ignored;
+  std::filesystem::remove_all(temp_dir_, ignored);
+}
+
+EngineOptions Conformance::DefaultOptions() {
+  EngineOptions options;
+  options.clock = &clock_;
+  auto log = log_;
+  auto mu = std::make_shared<absl::Mutex>();
+  options.log = [log, mu](LogLevel, std::string_view line) {
+    absl::MutexLock lock(mu.get());
+    log->emplace_back(line);
+  };
+  return options;
+}
+
+void Conformance::UseEngine(Backend& backend, EngineOptions options) {
+  if (options.clock == Clock::Real()) options = DefaultOptions();
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(backend, std::move(options));
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  engine_ = std::move(*engine);
+}
+
+void Conformance::Deploy(const Flow& flow) {
+  absl::StatusOr<DeployOutcome> outcome = engine_->Deploy(flow);
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+}
+
+RunId Conformance::Start(const Flow& flow, const Json& input) {
+  absl::StatusOr<RunId> run = engine_->StartRun(flow.slug(), input);
+  EXPECT_TRUE(run.ok()) << run.status();
+  return run.ok() ? *run : RunId();
+}
+
+std::vector<ClaimedTask> Conformance::Claim(const Flow& flow, int limit) {
+  ClaimRequest request;
+  request.queue = flow.shape().steps.front().queue_name;
+  request.worker_id = "test-worker";
+  request.served.AddFlow(flow.shape());
+  request.limit = limit;
+  absl::StatusOr<std::vector<ClaimedTask>> claimed = engine_->Claim(request);
+  EXPECT_TRUE(claimed.ok()) << claimed.status();
+  return claimed.ok() ? std::move(*claimed) : std::vector<ClaimedTask>();
+}
+
+FinishOutcome Conformance::Finish(std::vector<TaskResult> results) {
+  absl::StatusOr<FinishOutcome> outcome = engine_->FinishTasks(results);
+  EXPECT_TRUE(outcome.ok()) << outcome.status();
+  if (!outcome.ok()) return {};
+  absl::Status applied = engine_->ApplyReports(outcome->report_ids);
+  EXPECT_TRUE(applied.ok()) << applied;
+  return *outcome;
+}
+
+FinishOutcome Conformance::Complete(const ClaimedTask& task, Json output) {
+  return Finish({TaskResult{task.key, task.attempt, std::move(output)}});
+}
+
+FinishOutcome Conformance::Fail(const ClaimedTask& task, absl::Status error) {
+  return Finish({TaskResult{task.key, task.attempt, std::move(error)}});
+}
+
+int Conformance::Drive(const Flow& flow, int batch) {
+  int calls = 0;
+  while (true) {
+    std::vector<ClaimedTask> claimed = Claim(flow, batch);
+    if (claimed.empty()) return calls;
+    std::vector<TaskResult> results;
+    for (ClaimedTask& task : claimed) {
+      const Handler& handler = flow.handler(task.key.step_index);
+      TaskContext context(
+          TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
+                            task.key.task_index, task.attempt,
+                            task.max_attempts, task.deadline},
+          CancelToken());
+      results.push_back(
+          TaskResult{task.key, task.attempt, handler(task.input, context)});
+      ++calls;
+    }
+    Finish(std::move(results));
+  }
+}
+
+RunView Conformance::View(const RunId& run) {
+  absl::StatusOr<RunView> view = engine_->GetRun(run);
+  EXPECT_TRUE(view.ok()) << view.status();
+  return view.ok() ? std::move(*view) : RunView();
+}
+
+const StepStateRecord& Conformance::StepOf(const RunView& view,
+                                           std::string_view slug) {
+  for (const StepStateRecord& s : view.steps) {
+    if (s.step_slug == slug) return s;
+  }
+  ADD_FAILURE() << "no step " << slug;
+  static const StepStateRecord kNone;
+  return kNone;
+}
+
+TaskRecord Conformance::TaskOf(const RunId& run, std::string_view slug,
+                               int task_index) {
+  RunView view = View(run);
+  int step = -1;
+  for (const StepStateRecord& s : view.steps) {
+    if (s.step_slug == slug) step = s.step_index;
+  }
+  for (const TaskRecord& t : view.tasks) {
+    if (t.key.step_index == step && t.key.task_index == task_index) return t;
+  }
+  ADD_FAILURE() << "no task " << slug << "[" << task_index << "]";
+  return TaskRecord();
+}
+
+std::optional<MessageLocation> Conformance::MessageOf(const TaskRecord& task) {
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+  EXPECT_TRUE(tx.ok()) << tx.status();
+  if (!tx.ok()) return std::nullopt;
+  absl::StatusOr<std::optional<MessageLocation>> where =
+      (*tx)->LookupMessage(task.queue_name, task.message_id);
+  EXPECT_TRUE(where.ok()) << where.status();
+  return where.ok() ? *where : std::nullopt;
+}
+
+int64_t Conformance::PendingReports() {
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+  EXPECT_TRUE(tx.ok()) << tx.status();
+  if (!tx.ok()) return -1;
+  absl::StatusOr<int64_t> count = (*tx)->CountReports();
+  EXPECT_TRUE(count.ok()) << count.status();
+  return count.ok() ? *count : -1;
+}
+
+std::vector<std::string> Conformance::LogLines() { return *log_; }
+
+}  // namespace sluice::testing

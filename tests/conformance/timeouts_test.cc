@@ -1,0 +1,156 @@
+// Leases: one effective timeout for claim, heartbeat and stall recovery.
+#include "harness.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class Timeouts : public Conformance {};
+
+// Default grace periods: claim 2 s, recovery 30 s.
+Flow Timed(std::string slug, absl::Duration flow_timeout,
+           std::optional<absl::Duration> step_timeout = std::nullopt,
+           int max_attempts = 5) {
+  Flow flow(std::move(slug), {.max_attempts = max_attempts,
+                              .base_delay = absl::ZeroDuration(),
+                              .timeout = flow_timeout});
+  flow.Step("work", {.timeout = step_timeout}, Echo());
+  return flow;
+}
+
+TEST_P(Timeouts, Heartbeat_ExtendsVisibilityAndTheStallDeadline) {
+  Flow flow = Timed("heartbeat", absl::Seconds(10));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  ClaimedTask task = Claim(flow)[0];
+  clock().Advance(absl::Seconds(8));
+  absl::StatusOr<std::vector<bool>> owned =
+      engine().ExtendLeases(std::vector<Lease>{{task.key, task.attempt}});
+  ASSERT_TRUE(owned.ok()) << owned.status();
+  EXPECT_TRUE((*owned)[0]);
+  TaskRecord t = TaskOf(run, "work");
+  EXPECT_EQ(MessageOf(t)->message.visible_at,
+            clock().Now() + absl::Seconds(12));
+  EXPECT_EQ(t.stall_at, clock().Now() + absl::Seconds(40));
+  // Past the original deadline, nothing can take it.
+  clock().Advance(absl::Seconds(35));
+  EXPECT_TRUE(Claim(flow).empty());
+  absl::StatusOr<int> recovered = engine().RecoverStalledTasks(100);
+  ASSERT_TRUE(recovered.ok());
+  EXPECT_EQ(*recovered, 0);
+}
+
+TEST_P(Timeouts, ExtendLeases_ReportsTasksTheAttemptNoLongerOwns) {
+  Flow flow = Timed("lost_lease", absl::Seconds(10));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  ClaimedTask task = Claim(flow)[0];
+  ASSERT_TRUE(engine().CancelRun(run).ok());
+  absl::StatusOr<std::vector<bool>> owned =
+      engine().ExtendLeases(std::vector<Lease>{
+          {task.key, task.attempt}, {TaskKey{RunId::Random(), 0, 0}, 1}});
+  ASSERT_TRUE(owned.ok());
+  EXPECT_FALSE((*owned)[0]);
+  EXPECT_FALSE((*owned)[1]);
+}
+
+TEST_P(Timeouts, StalledTask_IsRequeuedAfterTimeoutPlusGrace_NotBefore) {
+  Flow flow = Timed("stall", absl::Seconds(10));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  ASSERT_EQ(Claim(flow).size(), 1u);
+  clock().Advance(absl::Seconds(40));  // exactly at the deadline: not yet
+  absl::StatusOr<int> early = engine().RecoverStalledTasks(100);
+  ASSERT_TRUE(early.ok());
+  EXPECT_EQ(*early, 0);
+  clock().Advance(absl::Seconds(1));
+  absl::StatusOr<int> recovered = engine().RecoverStalledTasks(100);
+  ASSERT_TRUE(recovered.ok());
+  EXPECT_EQ(*recovered, 1);
+  TaskRecord t = TaskOf(run, "work");
+  EXPECT_EQ(t.status, TaskStatus::kQueued);
+  EXPECT_EQ(t.requeued_count, 1);
+  EXPECT_EQ(t.attempts, 1);  // the next claim consumes the next attempt
+  EXPECT_LE(MessageOf(t)->message.visible_at, clock().Now());
+  std::vector<ClaimedTask> again = Claim(flow);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempt, 2);
+  Complete(again[0], J("1"));
+  EXPECT_EQ(View(run).run.status, RunStatus::kCompleted);
+}
+
+TEST_P(Timeouts, StallRecovery_UsesTheStepTimeoutNotTheFlowTimeout) {
+  Flow flow = Timed("step_stall", absl::Seconds(600), absl::Seconds(5));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  ASSERT_EQ(Claim(flow).size(), 1u);
+  clock().Advance(absl::Seconds(36));  // 5 s + 30 s grace, and a bit
+  absl::StatusOr<int> recovered = engine().RecoverStalledTasks(100);
+  ASSERT_TRUE(recovered.ok());
+  EXPECT_EQ(*recovered, 1);
+  EXPECT_EQ(TaskOf(run, "work").status, TaskStatus::kQueued);
+}
+
+TEST_P(Timeouts, TaskOverItsStallBudget_FailsThroughWhenExhausted) {
+  Flow flow = Timed("stall_budget", absl::Seconds(10), std::nullopt, 100);
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  for (int stall = 0; stall < 3; ++stall) {
+    ASSERT_EQ(Claim(flow).size(), 1u) << stall;
+    clock().Advance(absl::Seconds(41));
+    ASSERT_EQ(*engine().RecoverStalledTasks(100), 1);
+  }
+  ASSERT_EQ(Claim(flow).size(), 1u);
+  clock().Advance(absl::Seconds(41));
+  ASSERT_EQ(*engine().RecoverStalledTasks(100), 1);
+  TaskRecord t = TaskOf(run, "work");
+  EXPECT_EQ(t.status, TaskStatus::kFailed);
+  EXPECT_THAT(t.error, HasSubstr("over the stall budget of 3"));
+  EXPECT_TRUE(MessageOf(t)->archived);
+  RunView view = View(run);
+  EXPECT_EQ(view.run.status, RunStatus::kFailed);
+}
+
+TEST_P(Timeouts, StallDuringTheLastAttempt_FailsTheTask) {
+  Flow flow("last_attempt", {.max_attempts = 1, .timeout = absl::Seconds(10)});
+  flow.Step("work", {.when_exhausted = Policy::kSkip}, Echo())
+      .Step("after", {.depends_on = {"work"}}, Echo());
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  ASSERT_EQ(Claim(flow).size(), 1u);
+  clock().Advance(absl::Seconds(41));
+  ASSERT_EQ(*engine().RecoverStalledTasks(100), 1);
+  RunView view = View(run);
+  EXPECT_EQ(TaskOf(run, "work").status, TaskStatus::kFailed);
+  EXPECT_THAT(TaskOf(run, "work").error, HasSubstr("attempt 1 of 1"));
+  EXPECT_EQ(StepOf(view, "work").status, StepStatus::kSkipped);
+  EXPECT_EQ(StepOf(view, "after").status, StepStatus::kStarted);
+}
+
+TEST_P(Timeouts, LateResultAfterStallRecovery_IsStaleAndKeepsTheMessage) {
+  Flow flow = Timed("late_after_stall", absl::Seconds(10));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  ClaimedTask first = Claim(flow)[0];
+  clock().Advance(absl::Seconds(41));
+  ASSERT_EQ(*engine().RecoverStalledTasks(100), 1);
+  EXPECT_EQ(Complete(first, J("\"late\"")).dispositions[0],
+            ResultDisposition::kStale);
+  TaskRecord t = TaskOf(run, "work");
+  EXPECT_EQ(t.status, TaskStatus::kQueued);
+  EXPECT_FALSE(MessageOf(t)->archived);  // the next attempt still needs it
+  EXPECT_EQ(Claim(flow).size(), 1u);
+}
+
+TEST_P(Timeouts, RecoveryLimits_AreValidated) {
+  EXPECT_EQ(engine().RecoverStalledTasks(0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine().ApplyStaleReports(0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+SLUICE_CONFORMANCE_SUITE(Timeouts);
+
+}  // namespace
+}  // namespace sluice::testing

@@ -1,0 +1,39 @@
+// Flows shared by the test processes and the tests that spawn them, so both
+// sides deploy the same shape.
+#ifndef SLUICE_TESTS_SUPPORT_TEST_FLOWS_H_
+#define SLUICE_TESTS_SUPPORT_TEST_FLOWS_H_
+
+#include <functional>
+
+#include "sluice/flow.h"
+
+namespace sluice::testing {
+
+// "crashy": map over the run input (integers), then sum. The map handler is
+// given by the caller so a process can hang on one element.
+inline Flow CrashyFlow(Handler each) {
+  Flow flow("crashy", {.max_attempts = 3,
+                       .base_delay = absl::ZeroDuration(),
+                       .timeout = absl::Seconds(5)});
+  flow.Map("each", std::move(each))
+      .Step("sum", {.depends_on = {"each"}},
+            [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+              int64_t total = 0;
+              for (const Json& v : in.at("each").as_array()) {
+                total += v.as_int64();
+              }
+              return total;
+            });
+  return flow;
+}
+
+// "shared": a one-step job that returns its input.
+inline Flow SharedFlow(Handler job) {
+  Flow flow("shared", {.timeout = absl::Seconds(60)});
+  flow.Step("job", std::move(job));
+  return flow;
+}
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_SUPPORT_TEST_FLOWS_H_
