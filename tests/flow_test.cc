@@ -98,7 +98,8 @@ TEST(RunId, ParsesItsOwnTextAndRejectsOtherText) {
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(*back, id);
   EXPECT_EQ(id.ToString().size(), 36u);
-  EXPECT_EQ(id.ToString()[14], '4');  // version 4
+  EXPECT_EQ(id.ToString()[14], '7');  // version 7: time-ordered
+  EXPECT_EQ(NewWorkerId().size(), 15u);
   EXPECT_FALSE(RunId::Parse("not-a-uuid").ok());
   EXPECT_FALSE(RunId::Parse("0123456789abcdef0123456789abcdef0123").ok());
   EXPECT_NE(RunId::Random(), RunId::Random());

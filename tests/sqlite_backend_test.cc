@@ -1,7 +1,9 @@
 // SQLite-only behaviour of the SQLite backend: the schema and its version,
-// WAL, busy handling, query plans, durability across reopen, corruption
-// reporting, and several threads and processes sharing one file. The
-// behaviour every backend shares is in backend_contract_test.cc.
+// WAL, busy handling, durability across reopen, corruption reporting, and
+// several threads and processes sharing one file. Batches, Fields and
+// retention are in sqlite_backend_batches_test.cc, query plans in
+// sqlite_backend_plans_test.cc. The behaviour every backend shares is in
+// backend_contract_test.cc.
 #include "sqlite_backend.h"
 
 #include <sqlite3.h>
@@ -22,6 +24,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -30,126 +33,24 @@
 #include "sluice/internal/strings.h"
 #include "sluice/json.h"
 #include "sluice/records.h"
-#include "sqlite_sql.h"
 #include "sqlite_status.h"
+#include "support/sqlite_test_support.h"
 
 namespace sluice {
 namespace {
 
+using ::sluice::sqlite_testing::GetRun;
+using ::sluice::sqlite_testing::J;
+using ::sluice::sqlite_testing::kT0;
+using ::sluice::sqlite_testing::MakeQueue;
+using ::sluice::sqlite_testing::MakeRun;
+using ::sluice::sqlite_testing::MakeTask;
+using ::sluice::sqlite_testing::RawDatabase;
+using ::sluice::sqlite_testing::SqliteBackendTest;
 using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
-using ::testing::IsEmpty;
 using ::testing::Not;
-
-const absl::Time kT0 = absl::FromUnixSeconds(1'800'000'000);
-
-Json J(std::string_view text) {
-  absl::StatusOr<Json> value = ParseJson(text, "test JSON");
-  EXPECT_TRUE(value.ok()) << value.status();
-  return value.ok() ? *value : Json();
-}
-
-// A plain SQLite connection of the test's own, to look at the file from
-// outside the backend (or to hold its write lock).
-class RawDatabase {
- public:
-  explicit RawDatabase(const std::string& path) {
-    EXPECT_EQ(sqlite3_open(path.c_str(), &db_), SQLITE_OK);
-  }
-  ~RawDatabase() { sqlite3_close(db_); }
-
-  void Exec(const std::string& sql) {
-    char* error = nullptr;
-    EXPECT_EQ(sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &error),
-              SQLITE_OK)
-        << sql << ": " << (error ? error : "");
-    sqlite3_free(error);
-  }
-
-  // Every row's columns, joined by '|'.
-  std::vector<std::string> Rows(const std::string& sql) {
-    std::vector<std::string> rows;
-    sqlite3_stmt* statement = nullptr;
-    EXPECT_EQ(sqlite3_prepare_v2(db_, sql.c_str(), -1, &statement, nullptr),
-              SQLITE_OK)
-        << sql << ": " << sqlite3_errmsg(db_);
-    while (statement != nullptr && sqlite3_step(statement) == SQLITE_ROW) {
-      std::string row;
-      for (int i = 0; i < sqlite3_column_count(statement); ++i) {
-        const unsigned char* text = sqlite3_column_text(statement, i);
-        StrAppend(&row, i > 0 ? "|" : "",
-                  text ? reinterpret_cast<const char*>(text) : "NULL");
-      }
-      rows.push_back(row);
-    }
-    sqlite3_finalize(statement);
-    return rows;
-  }
-
-  std::string Value(const std::string& sql) {
-    std::vector<std::string> rows = Rows(sql);
-    return rows.empty() ? "" : rows[0];
-  }
-
- private:
-  sqlite3* db_ = nullptr;
-};
-
-class SqliteBackendTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string pattern = ::testing::TempDir() + "sluice_sqlite_XXXXXX";
-    ASSERT_NE(mkdtemp(pattern.data()), nullptr);
-    dir_ = pattern;
-    path_ = dir_ + "/sluice.db";
-  }
-  void TearDown() override { std::filesystem::remove_all(dir_); }
-
-  std::unique_ptr<SqliteBackend> Open(SqliteOptions options = {}) {
-    absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
-        SqliteBackend::Open(path_, options);
-    EXPECT_TRUE(backend.ok()) << backend.status();
-    return backend.ok() ? std::move(*backend) : nullptr;
-  }
-
-  static std::unique_ptr<Transaction> Begin(Backend& backend) {
-    absl::StatusOr<std::unique_ptr<Transaction>> transaction = backend.Begin();
-    EXPECT_TRUE(transaction.ok()) << transaction.status();
-    return transaction.ok() ? std::move(*transaction) : nullptr;
-  }
-
-  const std::string& path() const { return path_; }
-
- private:
-  std::string dir_;
-  std::string path_;
-};
-
-RunRecord MakeRun(RunId run_id, std::string flow_slug, absl::Time started_at) {
-  RunRecord run;
-  run.run_id = run_id;
-  run.flow_slug = std::move(flow_slug);
-  run.input = J(R"({"n":1})");
-  run.remaining_steps = 1;
-  run.started_at = started_at;
-  return run;
-}
-
-TaskRecord MakeTask(RunId run_id, int task_index, int64_t message_id) {
-  TaskRecord task;
-  task.key = TaskKey{run_id, 0, task_index};
-  task.flow_slug = "flow";
-  task.input = J("[1,2]");
-  task.queue_name = "flow";
-  task.message_id = message_id;
-  task.queued_at = kT0;
-  return task;
-}
-
-QueueRecord MakeQueue(std::string name) {
-  return QueueRecord{std::move(name), "flow", kT0};
-}
 
 // --- Schema ----------------------------------------------------------------
 
@@ -163,6 +64,11 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
                        "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
               ElementsAre("archived_messages", "flows", "messages", "outbox",
                           "queues", "runs", "step_states", "tasks", "workers"));
+  EXPECT_THAT(
+      raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
+               "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+      ElementsAre("outbox_by_created", "runs_by_flow", "runs_by_start",
+                  "runs_finished", "tasks_stalled", "tasks_unfinished"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {
@@ -216,6 +122,47 @@ TEST_F(SqliteBackendTest, Open_FileThatIsNotADatabase_IsInternal) {
   EXPECT_THAT(backend.status().message(), HasSubstr(path()));
 }
 
+// Reads `sql`'s first value from the main database file alone, as if the
+// WAL file were not there.
+std::string ValueInMainFile(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  std::string value;
+  if (sqlite3_open_v2(StrCat("file:", path, "?immutable=1").c_str(), &db,
+                      SQLITE_OPEN_READONLY | SQLITE_OPEN_URI,
+                      nullptr) == SQLITE_OK) {
+    sqlite3_stmt* statement = nullptr;
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &statement, nullptr) ==
+            SQLITE_OK &&
+        sqlite3_step(statement) == SQLITE_ROW) {
+      value = reinterpret_cast<const char*>(sqlite3_column_text(statement, 0));
+    }
+    sqlite3_finalize(statement);
+  }
+  sqlite3_close(db);
+  return value;
+}
+
+TEST_F(SqliteBackendTest, CheckpointPages_One_CopiesACommitIntoTheMainFile) {
+  std::unique_ptr<SqliteBackend> backend = Open({.checkpoint_pages = 1});
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+  ASSERT_TRUE(txn->InsertFlow({"flow", J("{}"), kT0}).ok());
+  ASSERT_TRUE(txn->Commit().ok());
+
+  EXPECT_EQ(ValueInMainFile(path(), "SELECT count(*) FROM flows"), "1");
+}
+
+TEST_F(SqliteBackendTest, CheckpointPages_Default_LeavesACommitInTheWal) {
+  std::unique_ptr<SqliteBackend> backend = Open();
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+  ASSERT_TRUE(txn->InsertFlow({"flow", J("{}"), kT0}).ok());
+  ASSERT_TRUE(txn->Commit().ok());
+
+  // Not even the schema has reached the main file yet.
+  EXPECT_EQ(ValueInMainFile(path(), "SELECT count(*) FROM sqlite_schema"), "0");
+  backend.reset();  // the last connection to close checkpoints
+  EXPECT_EQ(ValueInMainFile(path(), "SELECT count(*) FROM flows"), "1");
+}
+
 // --- Durability ------------------------------------------------------------
 
 TEST_F(SqliteBackendTest, Reopen_KeepsEveryRecordExactly) {
@@ -257,24 +204,25 @@ TEST_F(SqliteBackendTest, Reopen_KeepsEveryRecordExactly) {
 
   std::unique_ptr<SqliteBackend> backend = Open();
   std::unique_ptr<Transaction> txn = Begin(*backend);
-  absl::StatusOr<std::optional<RunRecord>> got_run =
-      txn->GetRun(run_id, LockMode::kNone);
-  ASSERT_TRUE(got_run.ok() && got_run->has_value()) << got_run.status();
-  EXPECT_EQ((*got_run)->input, run.input);
-  ASSERT_TRUE((*got_run)->output.has_value());
-  EXPECT_TRUE((*got_run)->output->is_null());
-  EXPECT_EQ((*got_run)->finished_at, run.finished_at);
+  std::optional<RunRecord> got_run = GetRun(*txn, run_id);
+  ASSERT_TRUE(got_run.has_value());
+  EXPECT_EQ(got_run->input, run.input);
+  ASSERT_TRUE(got_run->output.has_value());
+  EXPECT_TRUE(got_run->output->is_null());
+  EXPECT_EQ(got_run->finished_at, run.finished_at);
 
-  absl::StatusOr<std::vector<StepStateRecord>> steps =
-      txn->GetStepStates(run_id);
+  absl::StatusOr<std::vector<std::vector<StepStateRecord>>> steps =
+      txn->GetStepStates({&run_id, 1}, Fields::kAll);
   ASSERT_TRUE(steps.ok()) << steps.status();
   ASSERT_EQ(steps->size(), 1u);
-  EXPECT_EQ((*steps)[0].status, StepStatus::kSkipped);
-  EXPECT_EQ((*steps)[0].initial_tasks, 0);
-  EXPECT_EQ((*steps)[0].remaining_tasks, std::nullopt);
-  EXPECT_EQ((*steps)[0].output, J("[]"));
-  EXPECT_EQ((*steps)[0].skip_reason, SkipReason::kConditionUnmet);
-  EXPECT_EQ((*steps)[0].finished_at, std::nullopt);
+  ASSERT_EQ((*steps)[0].size(), 1u);
+  const StepStateRecord& got_step = (*steps)[0][0];
+  EXPECT_EQ(got_step.status, StepStatus::kSkipped);
+  EXPECT_EQ(got_step.initial_tasks, 0);
+  EXPECT_EQ(got_step.remaining_tasks, std::nullopt);
+  EXPECT_EQ(got_step.output, J("[]"));
+  EXPECT_EQ(got_step.skip_reason, SkipReason::kConditionUnmet);
+  EXPECT_EQ(got_step.finished_at, std::nullopt);
 
   absl::StatusOr<std::vector<TaskRecord>> tasks = txn->ListTasks(run_id);
   ASSERT_TRUE(tasks.ok()) << tasks.status();
@@ -305,7 +253,7 @@ TEST_F(SqliteBackendTest, Reopen_KeepsEveryRecordExactly) {
 }
 
 TEST_F(SqliteBackendTest, Reopen_MessageIdsContinueAfterArchive) {
-  const OutgoingMessage message{J("{}"), kT0};
+  OutgoingMessage message{J("{}"), kT0};
   {
     std::unique_ptr<SqliteBackend> backend = Open();
     std::unique_ptr<Transaction> txn = Begin(*backend);
@@ -350,129 +298,6 @@ TEST_F(SqliteBackendTest, CommittedTransaction_RefusesFurtherCalls) {
   EXPECT_NE(Begin(*backend), nullptr);
 }
 
-// --- Batches and stored data -----------------------------------------------
-
-TEST_F(SqliteBackendTest, InsertTasks_DuplicateLateInBatch_CommitsNoneOfIt) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  const RunId run_id = RunId::Random();
-  std::unique_ptr<Transaction> txn = Begin(*backend);
-  RunRecord run = MakeRun(run_id, "flow", kT0);
-  ASSERT_TRUE(txn->InsertRuns({&run, 1}).ok());
-  // The third task reuses the first task's message.
-  std::vector<TaskRecord> tasks = {
-      MakeTask(run_id, 0, 1), MakeTask(run_id, 1, 2), MakeTask(run_id, 2, 1)};
-
-  absl::Status inserted = txn->InsertTasks(tasks);
-  absl::Status committed = txn->Commit();
-  txn.reset();
-
-  EXPECT_EQ(inserted.code(), absl::StatusCode::kAlreadyExists);
-  EXPECT_EQ(committed.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(RawDatabase(path()).Value("SELECT count(*) FROM tasks"), "0");
-}
-
-// Batches bind their ids as one JSON list; a repeated id counts once.
-TEST_F(SqliteBackendTest, BatchesOfIds_RepeatedIdCountsOnce) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  std::unique_ptr<Transaction> txn = Begin(*backend);
-  ASSERT_TRUE(txn->CreateQueue(MakeQueue("q")).ok());
-  std::vector<OutgoingMessage> messages(2, OutgoingMessage{J("{}"), kT0});
-  ASSERT_TRUE(txn->SendMessages("q", messages, kT0).ok());
-  OutboxReport report{0, TaskKey{RunId::Random(), 0, 0}, "flow",
-                      ReportKind::kCompleted, kT0};
-  absl::StatusOr<std::vector<int64_t>> report_ids =
-      txn->AppendReports({&report, 1});
-  ASSERT_TRUE(report_ids.ok()) << report_ids.status();
-  const std::vector<int64_t> twice = {(*report_ids)[0], (*report_ids)[0]};
-  const std::vector<int64_t> first_twice = {1, 1};
-
-  absl::StatusOr<std::vector<OutboxReport>> taken = txn->TakeReports(twice);
-  absl::Status archived = txn->ArchiveMessages("q", first_twice, kT0);
-
-  ASSERT_TRUE(taken.ok()) << taken.status();
-  EXPECT_EQ(taken->size(), 1u);
-  ASSERT_TRUE(archived.ok()) << archived;
-  EXPECT_TRUE(txn->LookupMessage("q", 1).value()->archived);
-  EXPECT_FALSE(txn->LookupMessage("q", 2).value()->archived);
-}
-
-// Step states and tasks are keyed by their run's seq (sqlite_schema.cc).
-TEST_F(SqliteBackendTest, InsertTasksAndStepStates_UnknownRun_NotFound) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  const RunId run_id = RunId::Random();
-  TaskRecord task = MakeTask(run_id, 0, 1);
-  StepStateRecord step;
-  step.run_id = run_id;
-
-  EXPECT_EQ(Begin(*backend)->InsertTasks({&task, 1}).code(),
-            absl::StatusCode::kNotFound);
-  EXPECT_EQ(Begin(*backend)->InsertStepStates({&step, 1}).code(),
-            absl::StatusCode::kNotFound);
-}
-
-TEST_F(SqliteBackendTest, CorruptStoredJson_IsInternalWithoutTheText) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  const RunId run_id = RunId::Random();
-  {
-    std::unique_ptr<Transaction> txn = Begin(*backend);
-    RunRecord run = MakeRun(run_id, "flow", kT0);
-    ASSERT_TRUE(txn->InsertRuns({&run, 1}).ok());
-    ASSERT_TRUE(txn->Commit().ok());
-  }
-  RawDatabase(path()).Exec("UPDATE runs SET input = '{\"secret\": '");
-
-  std::unique_ptr<Transaction> txn = Begin(*backend);
-  absl::Status status = txn->GetRun(run_id, LockMode::kNone).status();
-
-  EXPECT_EQ(status.code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(status.message(),
-              AllOf(HasSubstr("corrupt"), Not(HasSubstr("secret"))));
-}
-
-TEST_F(SqliteBackendTest, NoPayloads_DoesNotReadTheStoredPayloads) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  const RunId run_id = RunId::Random();
-  TaskRecord task = MakeTask(run_id, 0, 1);
-  {
-    std::unique_ptr<Transaction> txn = Begin(*backend);
-    RunRecord run = MakeRun(run_id, "flow", kT0);
-    ASSERT_TRUE(txn->InsertRuns({&run, 1}).ok());
-    ASSERT_TRUE(txn->InsertTasks({&task, 1}).ok());
-    ASSERT_TRUE(txn->Commit().ok());
-  }
-  // Payloads that would fail to parse prove they are never parsed.
-  RawDatabase(path()).Exec("UPDATE tasks SET input = '[', output = '{'");
-  std::unique_ptr<Transaction> txn = Begin(*backend);
-
-  absl::StatusOr<std::vector<std::optional<TaskRecord>>> state_only =
-      txn->GetTasks({&task.key, 1}, TaskFields::kNoPayloads);
-  absl::StatusOr<std::vector<std::optional<TaskRecord>>> everything =
-      txn->GetTasks({&task.key, 1}, TaskFields::kAll);
-
-  ASSERT_TRUE(state_only.ok()) << state_only.status();
-  ASSERT_TRUE((*state_only)[0].has_value());
-  EXPECT_EQ((*state_only)[0]->message_id, 1);
-  EXPECT_EQ(everything.status().code(), absl::StatusCode::kInternal);
-}
-
-TEST_F(SqliteBackendTest, ListRuns_SameStartTime_LaterInsertIsNewer) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  // Ids that sort opposite to insertion order.
-  const RunId first(2, 0);
-  const RunId second(1, 0);
-  std::vector<RunRecord> runs = {MakeRun(first, "flow", kT0),
-                                 MakeRun(second, "flow", kT0)};
-  std::unique_ptr<Transaction> txn = Begin(*backend);
-  ASSERT_TRUE(txn->InsertRuns(runs).ok());
-
-  absl::StatusOr<std::vector<RunRecord>> listed = txn->ListRuns("flow", 10);
-
-  ASSERT_TRUE(listed.ok()) << listed.status();
-  ASSERT_EQ(listed->size(), 2u);
-  EXPECT_EQ((*listed)[0].run_id, second);
-  EXPECT_EQ((*listed)[1].run_id, first);
-}
-
 // --- Errors ----------------------------------------------------------------
 
 TEST(SqliteStatusTest, ResultCodes_MapToRetryMeaning) {
@@ -513,6 +338,35 @@ TEST_F(SqliteBackendTest, Begin_OtherConnectionHoldsWriteLock_Unavailable) {
   EXPECT_NE(Begin(*backend), nullptr);
 }
 
+TEST_F(SqliteBackendTest, Begin_ThisThreadHoldsATransaction_FailsAtOnce) {
+  std::unique_ptr<SqliteBackend> backend = Open();
+  std::unique_ptr<Transaction> first = Begin(*backend);
+
+  absl::StatusOr<std::unique_ptr<Transaction>> second = backend->Begin();
+
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(first->ListFlows().ok());  // the open one is unharmed
+  first.reset();
+  EXPECT_NE(Begin(*backend), nullptr);
+}
+
+TEST_F(SqliteBackendTest, Begin_AnotherThreadHoldsATransaction_WaitsForIt) {
+  std::unique_ptr<SqliteBackend> backend = Open();
+  std::unique_ptr<Transaction> first = Begin(*backend);
+  ASSERT_TRUE(first->InsertFlow({"f", J("{}"), kT0}).ok());
+  absl::StatusOr<std::optional<FlowRecord>> seen;
+  std::thread other([&] {
+    std::unique_ptr<Transaction> txn = Begin(*backend);
+    if (txn != nullptr) seen = txn->GetFlow("f");
+  });
+  absl::SleepFor(absl::Milliseconds(20));  // let it start waiting
+  ASSERT_TRUE(first->Commit().ok());
+  other.join();
+
+  ASSERT_TRUE(seen.ok()) << seen.status();
+  EXPECT_TRUE(seen->has_value());
+}
+
 TEST_F(SqliteBackendTest, Begin_OtherConnectionCommits_SeesItsWrite) {
   std::unique_ptr<SqliteBackend> backend = Open();
   RawDatabase other(path());
@@ -551,7 +405,8 @@ TEST_F(SqliteBackendTest, ThreadsSharingOneBackend_LoseNoIncrement) {
     threads.emplace_back([&, t] {
       for (int i = 0; i < kIncrements; ++i) {
         absl::StatusOr<std::unique_ptr<Transaction>> txn = backend->Begin();
-        if (!txn.ok() || !(*txn)->AddRunRemainingSteps(counter, 1).ok() ||
+        const RunCounterDelta add_one{counter, 1};
+        if (!txn.ok() || !(*txn)->AddRunRemainingSteps({&add_one, 1}).ok() ||
             !(*txn)->Commit().ok()) {
           ++failures[t];
         }
@@ -562,8 +417,7 @@ TEST_F(SqliteBackendTest, ThreadsSharingOneBackend_LoseNoIncrement) {
 
   EXPECT_THAT(failures, ::testing::Each(0));
   std::unique_ptr<Transaction> txn = Begin(*backend);
-  EXPECT_EQ(txn->GetRun(counter, LockMode::kNone).value()->remaining_steps,
-            kThreads * kIncrements);
+  EXPECT_EQ(GetRun(*txn, counter)->remaining_steps, kThreads * kIncrements);
 }
 
 // Runs in a child process: opens its own backend on the shared file, waits
@@ -587,7 +441,8 @@ int ShareFileWithAnotherProcess(const std::string& path, int go_fd,
                             (*backend)->Begin());
     SLUICE_ASSIGN_OR_RETURN(
         std::vector<MessageRecord> messages,
-        txn->ReadMessages("shared", kT0, 1, absl::InfiniteFuture()));
+        txn->ReadMessages("shared", kT0, 1, absl::InfiniteFuture(),
+                          Fields::kAll));
     if (messages.empty()) return false;
     const int64_t id = messages[0].message_id;
     RunRecord witness = MakeRun(RunId(0, id), consumer, kT0);
@@ -602,7 +457,8 @@ int ShareFileWithAnotherProcess(const std::string& path, int go_fd,
     OutgoingMessage message{
         J(StrCat(R"({"producer":)", producer, R"(,"seq":)", i, "}")), kT0};
     if (!(*txn)->SendMessages("shared", {&message, 1}, kT0).ok()) return 13;
-    if (!(*txn)->AddRunRemainingSteps(counter, 1).ok()) return 14;
+    const RunCounterDelta add_one{counter, 1};
+    if (!(*txn)->AddRunRemainingSteps({&add_one, 1}).ok()) return 14;
     if (!(*txn)->Commit().ok()) return 15;
     if (!consume_one().ok()) return 16;
   }
@@ -649,8 +505,7 @@ TEST_F(SqliteBackendTest, TwoProcessesSharingOneFile_LoseAndDuplicateNothing) {
 
   std::unique_ptr<SqliteBackend> backend = Open();
   std::unique_ptr<Transaction> txn = Begin(*backend);
-  EXPECT_EQ(txn->GetRun(counter, LockMode::kNone).value()->remaining_steps,
-            2 * kRounds);
+  EXPECT_EQ(GetRun(*txn, counter)->remaining_steps, 2 * kRounds);
   RawDatabase raw(path());
   EXPECT_EQ(raw.Value("SELECT count(*) FROM messages"), "0");
   EXPECT_EQ(raw.Value("SELECT count(*), min(message_id), max(message_id) "
@@ -663,109 +518,6 @@ TEST_F(SqliteBackendTest, TwoProcessesSharingOneFile_LoseAndDuplicateNothing) {
       raw.Rows("SELECT json_extract(body, '$.producer'), count(*) "
                "FROM archived_messages GROUP BY 1 ORDER BY 1"),
       std::vector<std::string>({StrCat("0|", kRounds), StrCat("1|", kRounds)}));
-}
-
-// --- Query plans -----------------------------------------------------------
-
-struct HotStatement {
-  std::string_view name;
-  std::string_view sql;
-  std::string_view index;  // what the plan must name
-};
-
-std::vector<HotStatement> HotStatements() {
-  namespace sql = sqlite_internal::sql;
-  return {
-      {"GetRun", sql::kGetRun, "sqlite_autoindex_runs_1"},
-      {"UpdateRun", sql::kUpdateRun, "sqlite_autoindex_runs_1"},
-      {"AddRunRemainingSteps", sql::kAddRunRemainingSteps,
-       "sqlite_autoindex_runs_1"},
-      {"GetRunRemainingSteps", sql::kGetRunRemainingSteps,
-       "sqlite_autoindex_runs_1"},
-      {"GetRunSeq", sql::kGetRunSeq, "sqlite_autoindex_runs_1"},
-      {"ListRunsOfFlow", sql::kListRunsOfFlow, "runs_by_flow"},
-      {"ListAllRuns", sql::kListAllRuns, "runs_by_start"},
-      {"GetStepStates", sql::kGetStepStates, "PRIMARY KEY"},
-      {"UpdateStepState", sql::kUpdateStepState, "PRIMARY KEY"},
-      {"AddStepRemainingTasks", sql::kAddStepRemainingTasks, "PRIMARY KEY"},
-      {"AddStepRemainingDeps", sql::kAddStepRemainingDeps, "PRIMARY KEY"},
-      {"GetStepRemainingTasks", sql::kGetStepRemainingTasks, "PRIMARY KEY"},
-      {"GetStepRemainingDeps", sql::kGetStepRemainingDeps, "PRIMARY KEY"},
-      {"GetTask", sql::kGetTask.all, "PRIMARY KEY"},
-      {"GetTaskState", sql::kGetTask.state_only, "PRIMARY KEY"},
-      {"GetTaskByMessage", sql::kGetTaskByMessage.all,
-       "sqlite_autoindex_tasks_2"},
-      {"UpdateTask", sql::kUpdateTask, "PRIMARY KEY"},
-      {"UnfinishedOfRun", sql::kUnfinishedOfRun.all, "tasks_unfinished"},
-      {"UnfinishedOfStep", sql::kUnfinishedOfStep.state_only,
-       "tasks_unfinished"},
-      {"ListTasks", sql::kListTasks, "PRIMARY KEY"},
-      {"GetTaskOutputs", sql::kGetTaskOutputs, "PRIMARY KEY"},
-      {"FindStalledTasks", sql::kFindStalledTasks, "tasks_stalled"},
-      {"TakeReports", sql::kTakeReports, "INTEGER PRIMARY KEY"},
-      {"TakeStaleReports", sql::kTakeStaleReports, "outbox_by_created"},
-      {"ReserveMessageIds", sql::kReserveMessageIds, "PRIMARY KEY"},
-      {"ReadMessages", sql::kReadMessages, "PRIMARY KEY"},
-      {"SetVisibility", sql::kSetVisibility, "PRIMARY KEY"},
-      {"CopyToArchive", sql::kCopyToArchive, "PRIMARY KEY"},
-      {"DeleteMessages", sql::kDeleteMessages, "PRIMARY KEY"},
-      {"LookupLive", sql::kLookupLive, "PRIMARY KEY"},
-      {"LookupArchived", sql::kLookupArchived, "PRIMARY KEY"},
-      {"GetQueue", sql::kGetQueue, "PRIMARY KEY"},
-      {"GetFlow", sql::kGetFlow, "PRIMARY KEY"},
-  };
-}
-
-// Each plan line must search or scan through an index (never a bare table
-// scan; a scan of json_each walks a bound id list) and never sort in a
-// temporary b-tree.
-void ExpectIndexedPlans(RawDatabase& raw) {
-  for (const HotStatement& statement : HotStatements()) {
-    std::vector<std::string> plan =
-        raw.Rows(StrCat("EXPLAIN QUERY PLAN ", statement.sql));
-    std::string joined;
-    for (const std::string& row : plan) StrAppend(&joined, row, "\n");
-    EXPECT_THAT(joined, HasSubstr(statement.index)) << statement.name;
-    EXPECT_THAT(joined, Not(HasSubstr("TEMP B-TREE"))) << statement.name;
-    for (const std::string& row : plan) {
-      if (row.find("SCAN") == std::string::npos) continue;
-      if (row.find("SCAN json_each VIRTUAL TABLE") != std::string::npos) {
-        continue;
-      }
-      EXPECT_THAT(row, HasSubstr("USING")) << statement.name << "\n" << joined;
-    }
-  }
-}
-
-TEST_F(SqliteBackendTest, HotStatements_UseTheirIndexes) {
-  ASSERT_NE(Open(), nullptr);
-  RawDatabase raw(path());
-  ExpectIndexedPlans(raw);
-}
-
-// After ANALYZE over a few rows, statistics could tempt the planner into
-// table scans (the trap DESIGN.md describes for Postgres); they must not.
-TEST_F(SqliteBackendTest, HotStatements_UseTheirIndexes_AfterAnalyze) {
-  std::unique_ptr<SqliteBackend> backend = Open();
-  {
-    std::unique_ptr<Transaction> txn = Begin(*backend);
-    ASSERT_TRUE(txn->CreateQueue(MakeQueue("flow")).ok());
-    const RunId run_id = RunId::Random();
-    RunRecord run = MakeRun(run_id, "flow", kT0);
-    ASSERT_TRUE(txn->InsertRuns({&run, 1}).ok());
-    std::vector<TaskRecord> tasks;
-    std::vector<OutgoingMessage> messages;
-    for (int i = 0; i < 3; ++i) {
-      tasks.push_back(MakeTask(run_id, i, i + 1));
-      messages.push_back({J("{}"), kT0});
-    }
-    ASSERT_TRUE(txn->InsertTasks(tasks).ok());
-    ASSERT_TRUE(txn->SendMessages("flow", messages, kT0).ok());
-    ASSERT_TRUE(txn->Commit().ok());
-  }
-  RawDatabase raw(path());
-  raw.Exec("ANALYZE");
-  ExpectIndexedPlans(raw);
 }
 
 }  // namespace

@@ -7,13 +7,15 @@
 // implied and ignored. A call that fails rolls the transaction back at once
 // and releases the lock; later calls on it return kFailedPrecondition.
 //
-// Semantics the interface leaves open, as the SQLite backend also does them:
-// step states and tasks need their run (kNotFound otherwise); an unset
-// remaining_tasks counts from 0; ListRuns breaks started_at ties by insert
-// order (later first); a limit of 0 or less lists nothing. Ids handed out
-// by a rolled-back transaction (messages, reports) are handed out again.
-// Nothing is ever deleted: memory grows with every run, task and archived
-// message.
+// Semantics the interface leaves open: a limit of 0 or less lists nothing
+// (as in the SQLite backend), and ids handed out by a rolled-back transaction
+// (messages, reports) are handed out again.
+//
+// Memory: writes take ownership of what they may move from; every stored
+// JSON value lives in the default memory resource (stored_copy.h). Rows go
+// away only through DeleteRuns (the retention path); until then the store
+// grows with every run, task and archived message. A deleted row's memory is
+// freed when its transaction commits, and its slot is reused by later rows.
 //
 // Thread-safety: safe for concurrent use; a Transaction belongs to one thread,
 // which must not Begin() another on the same backend while it is open (that

@@ -31,6 +31,9 @@ class Reverter {
   void operator()(const undo::RunRemainingStepsAdded& e) {
     store_.runs.UndoAddRemainingSteps(e.run_id, e.old_value);
   }
+  void operator()(const undo::RunDeleted& e) {
+    store_.runs.UndoDeleteRun(*e.entry);
+  }
   void operator()(const undo::StepStateInserted& e) {
     store_.runs.UndoInsertStepState(e.run_id, e.step_index);
   }
@@ -38,15 +41,17 @@ class Reverter {
     store_.runs.UndoUpdateStepState(e.run_id, e.step_index,
                                     undo_.TakeSaved<SavedStepFields>());
   }
-  void operator()(const undo::StepCounterAdded& e) {
-    store_.runs.UndoAddStepCounter(e.run_id, e.step_index, e.counter,
-                                   e.old_value);
+  void operator()(const undo::StepCountersAdded& e) {
+    store_.runs.UndoAddStepCounters(e);
   }
   void operator()(const undo::TaskInserted& e) {
     store_.tasks.UndoInsert(e.key);
   }
   void operator()(const undo::TaskUpdated& e) {
     store_.tasks.UndoUpdate(e.key, undo_.TakeSaved<SavedTaskFields>());
+  }
+  void operator()(const undo::TaskDeleted& e) {
+    store_.tasks.UndoDelete(*e.row);
   }
   void operator()(const undo::MessagesSent& e) {
     e.queue->UndoSend(e.first_id);
@@ -56,6 +61,12 @@ class Reverter {
   }
   void operator()(const undo::MessageArchived& e) {
     e.queue->UndoArchive(e.message_id);
+  }
+  void operator()(const undo::MessageDeleted& e) {
+    e.queue->UndoDelete(undo_.TakeSaved<SavedMessage>());
+  }
+  void operator()(const undo::ArchivedMessageDeleted& e) {
+    e.queue->UndoDeleteArchived(e.message_id, *e.row);
   }
   void operator()(const undo::ReportsAppended& e) {
     store_.outbox.UndoAppend(e.first_id);
@@ -69,7 +80,36 @@ class Reverter {
   UndoLog& undo_;
 };
 
+// Frees the rows deletions detached; ignores every other entry.
+class DetachedRowFreer {
+ public:
+  explicit DetachedRowFreer(MemoryStore& store) : store_(store) {}
+
+  void operator()(const undo::RunDeleted& e) {
+    store_.runs.FreeDetached(*e.entry);
+  }
+  void operator()(const undo::TaskDeleted& e) {
+    store_.tasks.FreeDetached(*e.row);
+  }
+  void operator()(const undo::ArchivedMessageDeleted& e) {
+    e.queue->FreeDetached(*e.row);
+  }
+  template <typename Entry>
+  void operator()(const Entry&) {}
+
+ private:
+  MemoryStore& store_;
+};
+
 }  // namespace
+
+void CommitChanges(MemoryStore& store, UndoLog& undo) {
+  if (undo.detached_rows() > 0) {
+    DetachedRowFreer free_row(store);
+    for (const UndoEntry& entry : undo.entries()) std::visit(free_row, entry);
+  }
+  undo.Clear();
+}
 
 void RollBack(MemoryStore& store, UndoLog& undo) {
   Reverter revert(store, undo);

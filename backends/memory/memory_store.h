@@ -1,5 +1,5 @@
-// Everything the memory backend stores, and how a dropped transaction's
-// changes are taken back.
+// Everything the memory backend stores, and how a transaction's changes are
+// made final or taken back.
 #ifndef SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_
 #define SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_
 
@@ -18,6 +18,10 @@ struct MemoryStore {
   TaskTable tasks{runs};
   Outbox outbox;
 };
+
+// Makes the changes in `undo` final: frees the rows its deletions detached,
+// then leaves it empty.
+void CommitChanges(MemoryStore& store, UndoLog& undo);
 
 // Reverts every change in `undo`, newest first, and leaves it empty. Afterwards
 // `store` is exactly as it was when `undo` was last empty.

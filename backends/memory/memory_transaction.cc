@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "run_deletion.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::memory {
@@ -29,7 +30,7 @@ MemoryTransaction::~MemoryTransaction() {
 
 absl::Status MemoryTransaction::Commit() {
   if (phase_ != Phase::kOpen) return NotOpenError();
-  undo().Clear();
+  CommitChanges(store(), undo());
   phase_ = Phase::kCommitted;
   Release();
   return absl::OkStatus();
@@ -82,28 +83,26 @@ absl::Status MemoryTransaction::CreateQueue(const QueueRecord& queue) {
 
 // --- Runs -------------------------------------------------------------------
 
-absl::Status MemoryTransaction::InsertRuns(std::span<const RunRecord> runs) {
+absl::Status MemoryTransaction::InsertRuns(std::span<RunRecord> runs) {
   return Apply([&] { return store().runs.InsertRuns(runs, undo()); });
 }
 
-absl::StatusOr<std::optional<RunRecord>> MemoryTransaction::GetRun(
-    const RunId& run_id, LockMode) {
+absl::StatusOr<std::vector<std::optional<RunRecord>>>
+MemoryTransaction::GetRuns(std::span<const RunId> run_ids, LockMode,
+                           Fields fields) {
   // LockMode is implied: no other transaction runs while this one is open.
-  return Apply([&]() -> absl::StatusOr<std::optional<RunRecord>> {
-    const RunRecord* run = store().runs.FindRun(run_id);
-    if (run == nullptr) return std::nullopt;
-    return *run;
+  return Apply([&]() -> absl::StatusOr<std::vector<std::optional<RunRecord>>> {
+    return store().runs.GetRuns(run_ids, fields);
   });
 }
 
-absl::Status MemoryTransaction::UpdateRun(const RunRecord& run) {
-  return Apply([&] { return store().runs.UpdateRun(run, undo()); });
+absl::Status MemoryTransaction::UpdateRuns(std::span<RunRecord> runs) {
+  return Apply([&] { return store().runs.UpdateRuns(runs, undo()); });
 }
 
-absl::StatusOr<int> MemoryTransaction::AddRunRemainingSteps(const RunId& run_id,
-                                                            int delta) {
-  return Apply(
-      [&] { return store().runs.AddRemainingSteps(run_id, delta, undo()); });
+absl::StatusOr<std::vector<int>> MemoryTransaction::AddRunRemainingSteps(
+    std::span<const RunCounterDelta> deltas) {
+  return Apply([&] { return store().runs.AddRemainingSteps(deltas, undo()); });
 }
 
 absl::StatusOr<std::vector<RunRecord>> MemoryTransaction::ListRuns(
@@ -113,50 +112,54 @@ absl::StatusOr<std::vector<RunRecord>> MemoryTransaction::ListRuns(
   });
 }
 
+absl::StatusOr<std::vector<RunRecord>> MemoryTransaction::FindFinishedRuns(
+    absl::Time finished_before, int limit) {
+  return Apply([&]() -> absl::StatusOr<std::vector<RunRecord>> {
+    return store().runs.FindFinished(finished_before, limit);
+  });
+}
+
+absl::StatusOr<int> MemoryTransaction::DeleteRuns(
+    std::span<const RunId> run_ids) {
+  return Apply([&]() -> absl::StatusOr<int> {
+    return memory::DeleteRuns(store(), run_ids, undo());
+  });
+}
+
 // --- Step states ------------------------------------------------------------
 
 absl::Status MemoryTransaction::InsertStepStates(
-    std::span<const StepStateRecord> states) {
+    std::span<StepStateRecord> states) {
   return Apply([&] { return store().runs.InsertStepStates(states, undo()); });
 }
 
-absl::StatusOr<std::vector<StepStateRecord>> MemoryTransaction::GetStepStates(
-    const RunId& run_id) {
-  return Apply([&]() -> absl::StatusOr<std::vector<StepStateRecord>> {
-    return store().runs.GetStepStates(run_id);
-  });
+absl::StatusOr<std::vector<std::vector<StepStateRecord>>>
+MemoryTransaction::GetStepStates(std::span<const RunId> run_ids,
+                                 Fields fields) {
+  return Apply(
+      [&]() -> absl::StatusOr<std::vector<std::vector<StepStateRecord>>> {
+        return store().runs.GetStepStates(run_ids, fields);
+      });
 }
 
 absl::Status MemoryTransaction::UpdateStepStates(
-    std::span<const StepStateRecord> states) {
+    std::span<StepStateRecord> states) {
   return Apply([&] { return store().runs.UpdateStepStates(states, undo()); });
 }
 
-absl::StatusOr<int> MemoryTransaction::AddStepRemainingTasks(
-    const RunId& run_id, int step_index, int delta) {
-  return Apply([&] {
-    return store().runs.AddStepCounter(
-        run_id, step_index, StepCounter::kRemainingTasks, delta, undo());
-  });
-}
-
-absl::StatusOr<int> MemoryTransaction::AddStepRemainingDeps(const RunId& run_id,
-                                                            int step_index,
-                                                            int delta) {
-  return Apply([&] {
-    return store().runs.AddStepCounter(
-        run_id, step_index, StepCounter::kRemainingDeps, delta, undo());
-  });
+absl::StatusOr<std::vector<StepCounters>> MemoryTransaction::AddStepCounters(
+    std::span<const StepCounterDelta> deltas) {
+  return Apply([&] { return store().runs.AddStepCounters(deltas, undo()); });
 }
 
 // --- Tasks ------------------------------------------------------------------
 
-absl::Status MemoryTransaction::InsertTasks(std::span<const TaskRecord> tasks) {
+absl::Status MemoryTransaction::InsertTasks(std::span<TaskRecord> tasks) {
   return Apply([&] { return store().tasks.Insert(tasks, undo()); });
 }
 
 absl::StatusOr<std::vector<std::optional<TaskRecord>>>
-MemoryTransaction::GetTasks(std::span<const TaskKey> keys, TaskFields fields) {
+MemoryTransaction::GetTasks(std::span<const TaskKey> keys, Fields fields) {
   return Apply([&]() -> absl::StatusOr<std::vector<std::optional<TaskRecord>>> {
     return store().tasks.Get(keys, fields);
   });
@@ -165,21 +168,21 @@ MemoryTransaction::GetTasks(std::span<const TaskKey> keys, TaskFields fields) {
 absl::StatusOr<std::vector<std::optional<TaskRecord>>>
 MemoryTransaction::GetTasksByMessage(std::string_view queue,
                                      std::span<const int64_t> message_ids,
-                                     TaskFields fields) {
+                                     Fields fields) {
   return Apply([&]() -> absl::StatusOr<std::vector<std::optional<TaskRecord>>> {
     return store().tasks.GetByMessage(queue, message_ids, fields);
   });
 }
 
 absl::StatusOr<std::vector<bool>> MemoryTransaction::UpdateTasks(
-    std::span<const TaskUpdate> updates) {
+    std::span<TaskUpdate> updates) {
   return Apply([&]() -> absl::StatusOr<std::vector<bool>> {
     return store().tasks.Update(updates, undo());
   });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::GetUnfinishedTasks(
-    const RunId& run_id, std::optional<int> step_index, TaskFields fields) {
+    const RunId& run_id, std::optional<int> step_index, Fields fields) {
   return Apply([&]() -> absl::StatusOr<std::vector<TaskRecord>> {
     return store().tasks.GetUnfinished(run_id, step_index, fields);
   });
@@ -192,17 +195,18 @@ absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::ListTasks(
   });
 }
 
-absl::StatusOr<std::vector<std::optional<Json>>>
-MemoryTransaction::GetTaskOutputs(const RunId& run_id, int step_index) {
-  return Apply([&]() -> absl::StatusOr<std::vector<std::optional<Json>>> {
-    return store().tasks.GetOutputs(run_id, step_index);
-  });
+absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
+MemoryTransaction::GetTaskOutputs(std::span<const StepRef> steps) {
+  return Apply(
+      [&]() -> absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> {
+        return store().tasks.GetOutputs(steps);
+      });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::FindStalledTasks(
-    absl::Time now, int limit) {
+    absl::Time now, int limit, Fields fields) {
   return Apply([&]() -> absl::StatusOr<std::vector<TaskRecord>> {
-    return store().tasks.FindStalled(now, limit);
+    return store().tasks.FindStalled(now, limit, fields);
   });
 }
 
@@ -237,7 +241,7 @@ absl::StatusOr<int64_t> MemoryTransaction::CountReports() {
 // --- Queues -----------------------------------------------------------------
 
 absl::StatusOr<std::vector<int64_t>> MemoryTransaction::SendMessages(
-    std::string_view queue, std::span<const OutgoingMessage> messages,
+    std::string_view queue, std::span<OutgoingMessage> messages,
     absl::Time now) {
   return Apply([&]() -> absl::StatusOr<std::vector<int64_t>> {
     absl::StatusOr<MessageQueue*> found = FindQueue(queue);
@@ -247,12 +251,12 @@ absl::StatusOr<std::vector<int64_t>> MemoryTransaction::SendMessages(
 }
 
 absl::StatusOr<std::vector<MessageRecord>> MemoryTransaction::ReadMessages(
-    std::string_view queue, absl::Time now, int limit,
-    absl::Time visible_until) {
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields fields) {
   return Apply([&]() -> absl::StatusOr<std::vector<MessageRecord>> {
     absl::StatusOr<MessageQueue*> found = FindQueue(queue);
     if (!found.ok()) return found.status();
-    return (*found)->Read(now, limit, visible_until, undo());
+    return (*found)->Read(now, limit, visible_until, fields, undo());
   });
 }
 

@@ -24,7 +24,7 @@ namespace sluice::memory {
 // call returns kFailedPrecondition. Destroying an open transaction rolls it
 // back.
 //
-// Thread-safety: used by one thread at a time; that thread must not Begin()
+// Thread-safety: used by the thread that began it, which must not Begin()
 // another transaction on the same backend while this one is open.
 class MemoryTransaction final : public Transaction {
  public:
@@ -46,43 +46,42 @@ class MemoryTransaction final : public Transaction {
   absl::StatusOr<bool> QueueExists(std::string_view name) override;
   absl::Status CreateQueue(const QueueRecord& queue) override;
 
-  absl::Status InsertRuns(std::span<const RunRecord> runs) override;
-  absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
-                                                  LockMode lock) override;
-  absl::Status UpdateRun(const RunRecord& run) override;
-  absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id,
-                                           int delta) override;
+  absl::Status InsertRuns(std::span<RunRecord> runs) override;
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields) override;
+  absl::Status UpdateRuns(std::span<RunRecord> runs) override;
+  absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
+      std::span<const RunCounterDelta> deltas) override;
   absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
                                                   int limit) override;
+  absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
+      absl::Time finished_before, int limit) override;
+  absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) override;
 
-  absl::Status InsertStepStates(
-      std::span<const StepStateRecord> states) override;
-  absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
-      const RunId& run_id) override;
-  absl::Status UpdateStepStates(
-      std::span<const StepStateRecord> states) override;
-  absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id, int step_index,
-                                            int delta) override;
-  absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id, int step_index,
-                                           int delta) override;
+  absl::Status InsertStepStates(std::span<StepStateRecord> states) override;
+  absl::StatusOr<std::vector<std::vector<StepStateRecord>>> GetStepStates(
+      std::span<const RunId> run_ids, Fields fields) override;
+  absl::Status UpdateStepStates(std::span<StepStateRecord> states) override;
+  absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas) override;
 
-  absl::Status InsertTasks(std::span<const TaskRecord> tasks) override;
+  absl::Status InsertTasks(std::span<TaskRecord> tasks) override;
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
-      std::span<const TaskKey> keys, TaskFields fields) override;
+      std::span<const TaskKey> keys, Fields fields) override;
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
       std::string_view queue, std::span<const int64_t> message_ids,
-      TaskFields fields) override;
+      Fields fields) override;
   absl::StatusOr<std::vector<bool>> UpdateTasks(
-      std::span<const TaskUpdate> updates) override;
+      std::span<TaskUpdate> updates) override;
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index,
-      TaskFields fields) override;
+      Fields fields) override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(
       const RunId& run_id) override;
-  absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
-      const RunId& run_id, int step_index) override;
-  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
-                                                           int limit) override;
+  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+      std::span<const StepRef> steps) override;
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
+      absl::Time now, int limit, Fields fields) override;
 
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports) override;
@@ -93,11 +92,11 @@ class MemoryTransaction final : public Transaction {
   absl::StatusOr<int64_t> CountReports() override;
 
   absl::StatusOr<std::vector<int64_t>> SendMessages(
-      std::string_view queue, std::span<const OutgoingMessage> messages,
+      std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override;
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
-      absl::Time visible_until) override;
+      absl::Time visible_until, Fields fields) override;
   absl::Status SetVisibility(
       std::string_view queue,
       std::span<const VisibilityUpdate> updates) override;

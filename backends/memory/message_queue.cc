@@ -7,19 +7,20 @@
 
 namespace sluice::memory {
 
-std::vector<int64_t> MessageQueue::Send(
-    std::span<const OutgoingMessage> messages, absl::Time now, UndoLog& undo) {
+std::vector<int64_t> MessageQueue::Send(std::span<OutgoingMessage> messages,
+                                        absl::Time now, UndoLog& undo) {
   std::vector<int64_t> ids;
   if (messages.empty()) return ids;
   ids.reserve(messages.size());
   undo.Add(undo::MessagesSent{.queue = this, .first_id = next_id_});
   live_.reserve(live_.size() + messages.size());
-  for (const OutgoingMessage& message : messages) {
+  for (OutgoingMessage& message : messages) {
     const int64_t id = next_id_++;
-    live_.try_emplace(id, LiveMessage{.read_count = 0,
-                                      .enqueued_at = now,
-                                      .visible_at = message.visible_at,
-                                      .body = StoredCopy(message.body)});
+    live_.try_emplace(id,
+                      QueuedMessage{.read_count = 0,
+                                    .enqueued_at = now,
+                                    .visible_at = message.visible_at,
+                                    .body = Stored(std::move(message.body))});
     Index(id, message.visible_at);
     ids.push_back(id);
   }
@@ -28,7 +29,7 @@ std::vector<int64_t> MessageQueue::Send(
 
 std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
                                               absl::Time visible_until,
-                                              UndoLog& undo) {
+                                              Fields fields, UndoLog& undo) {
   std::vector<MessageRecord> taken;
   if (limit <= 0) return taken;
   MoveHorizon(now);
@@ -39,7 +40,7 @@ std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
   while (it != visible_ids_.end() &&
          taken.size() < static_cast<size_t>(limit)) {
     const int64_t id = *it;
-    LiveMessage& message = live_.find(id)->second;
+    QueuedMessage& message = live_.find(id)->second;
     undo.Add(undo::MessageVisibilityChanged{.queue = this,
                                             .message_id = id,
                                             .visible_at = message.visible_at,
@@ -52,7 +53,7 @@ std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
     } else {
       ++it;
     }
-    taken.push_back(ToRecord(id, message));
+    taken.push_back(ToRecord(id, message, fields));
   }
   return taken;
 }
@@ -62,7 +63,7 @@ void MessageQueue::SetVisibility(std::span<const VisibilityUpdate> updates,
   for (const VisibilityUpdate& update : updates) {
     auto it = live_.find(update.message_id);
     if (it == live_.end()) continue;
-    LiveMessage& message = it->second;
+    QueuedMessage& message = it->second;
     undo.Add(undo::MessageVisibilityChanged{.queue = this,
                                             .message_id = update.message_id,
                                             .visible_at = message.visible_at,
@@ -77,7 +78,7 @@ void MessageQueue::Archive(std::span<const int64_t> message_ids, absl::Time now,
     auto it = live_.find(id);
     if (it == live_.end()) continue;
     Unindex(id, it->second.visible_at);
-    ArchivedMessage& row = archive_rows_.Append(
+    ArchivedMessage& row = archive_rows_.Add(
         ArchivedMessage{.message = std::move(it->second), .archived_at = now});
     archive_.try_emplace(id, &row);
     live_.erase(it);
@@ -87,14 +88,33 @@ void MessageQueue::Archive(std::span<const int64_t> message_ids, absl::Time now,
 
 std::optional<MessageLocation> MessageQueue::Lookup(int64_t message_id) const {
   if (auto it = live_.find(message_id); it != live_.end()) {
-    return MessageLocation{.archived = false,
-                           .message = ToRecord(message_id, it->second)};
+    return MessageLocation{
+        .archived = false,
+        .message = ToRecord(message_id, it->second, Fields::kAll)};
   }
   if (auto it = archive_.find(message_id); it != archive_.end()) {
     return MessageLocation{
-        .archived = true, .message = ToRecord(message_id, it->second->message)};
+        .archived = true,
+        .archived_at = it->second->archived_at,
+        .message = ToRecord(message_id, it->second->message, Fields::kAll)};
   }
   return std::nullopt;
+}
+
+void MessageQueue::Delete(int64_t message_id, UndoLog& undo) {
+  // A deleted run has usually ended, and its messages with it: try the
+  // archive first.
+  if (auto it = archive_.find(message_id); it != archive_.end()) {
+    undo.AddDetached(undo::ArchivedMessageDeleted{
+        .queue = this, .message_id = message_id, .row = it->second});
+    archive_.erase(it);
+  } else if (auto it = live_.find(message_id); it != live_.end()) {
+    Unindex(message_id, it->second.visible_at);
+    undo.Add(undo::MessageDeleted{.queue = this},
+             SavedMessage{.message_id = message_id,
+                          .message = std::move(it->second)});
+    live_.erase(it);
+  }
 }
 
 void MessageQueue::UndoSend(int64_t first_id) {
@@ -108,7 +128,7 @@ void MessageQueue::UndoSend(int64_t first_id) {
 
 void MessageQueue::UndoVisibilityChange(int64_t message_id,
                                         absl::Time visible_at, int read_count) {
-  LiveMessage& message = live_.find(message_id)->second;
+  QueuedMessage& message = live_.find(message_id)->second;
   message.read_count = read_count;
   Reschedule(message_id, message, visible_at);
 }
@@ -116,22 +136,34 @@ void MessageQueue::UndoVisibilityChange(int64_t message_id,
 void MessageQueue::UndoArchive(int64_t message_id) {
   auto it = archive_.find(message_id);
   ArchivedMessage& row = *it->second;
-  // Rollback reverts newest first, so this is the newest archived row.
-  ABSL_ASSERT(archive_rows_.IsNewest(row));
-  LiveMessage& message =
+  QueuedMessage& message =
       live_.try_emplace(message_id, std::move(row.message)).first->second;
   archive_.erase(it);
-  archive_rows_.PopNewest();
+  archive_rows_.Erase(row);
   Index(message_id, message.visible_at);
 }
 
+void MessageQueue::UndoDelete(SavedMessage saved) {
+  const int64_t id = saved.message_id;
+  QueuedMessage& message =
+      live_.try_emplace(id, std::move(saved.message)).first->second;
+  Index(id, message.visible_at);
+}
+
+void MessageQueue::UndoDeleteArchived(int64_t message_id,
+                                      ArchivedMessage& row) {
+  archive_.try_emplace(message_id, &row);
+}
+
 MessageRecord MessageQueue::ToRecord(int64_t message_id,
-                                     const LiveMessage& message) {
-  return MessageRecord{.message_id = message_id,
+                                     const QueuedMessage& message,
+                                     Fields fields) {
+  MessageRecord record{.message_id = message_id,
                        .read_count = message.read_count,
                        .enqueued_at = message.enqueued_at,
-                       .visible_at = message.visible_at,
-                       .body = message.body};
+                       .visible_at = message.visible_at};
+  if (fields == Fields::kAll) record.body = message.body;
+  return record;
 }
 
 void MessageQueue::Index(int64_t message_id, absl::Time visible_at) {
@@ -172,7 +204,7 @@ void MessageQueue::MoveHorizon(absl::Time now) {
   horizon_ = now;
 }
 
-void MessageQueue::Reschedule(int64_t message_id, LiveMessage& message,
+void MessageQueue::Reschedule(int64_t message_id, QueuedMessage& message,
                               absl::Time visible_at) {
   if (message.visible_at <= horizon_ && visible_at <= horizon_) {
     message.visible_at = visible_at;  // stays in the id-ordered set

@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
 #include "row_arena.h"
+#include "rows.h"
 #include "sluice/backend.h"
 #include "sluice/records.h"
 #include "undo_log.h"
@@ -39,20 +40,27 @@ class MessageQueue {
 
   const QueueRecord& record() const { return record_; }
 
-  // Appends `messages` in order with enqueued_at = now; returns their ids.
-  std::vector<int64_t> Send(std::span<const OutgoingMessage> messages,
-                            absl::Time now, UndoLog& undo);
+  // Appends `messages` in order with enqueued_at = now, moving their bodies;
+  // returns their ids.
+  std::vector<int64_t> Send(std::span<OutgoingMessage> messages, absl::Time now,
+                            UndoLog& undo);
   // Takes up to `limit` messages with visible_at <= now, lowest ids first;
   // sets each one's visible_at to `visible_until` and adds 1 to its
-  // read_count.
+  // read_count. Bodies are left empty with kNoPayloads.
   std::vector<MessageRecord> Read(absl::Time now, int limit,
-                                  absl::Time visible_until, UndoLog& undo);
+                                  absl::Time visible_until, Fields fields,
+                                  UndoLog& undo);
   // Sets visible_at of the live messages named; skips other ids.
   void SetVisibility(std::span<const VisibilityUpdate> updates, UndoLog& undo);
   // Moves the live messages named to the archive; skips other ids.
   void Archive(std::span<const int64_t> message_ids, absl::Time now,
                UndoLog& undo);
   std::optional<MessageLocation> Lookup(int64_t message_id) const;
+  // Deletes a message, live or archived; skips an id that is neither. An
+  // archived one is detached (undo_log.h).
+  void Delete(int64_t message_id, UndoLog& undo);
+  // Frees an archived message Delete detached (on commit).
+  void FreeDetached(ArchivedMessage& row) { archive_rows_.Erase(row); }
 
   // Reverts, newest change first. Each REQUIRES the queue to be as the
   // change left it.
@@ -60,38 +68,32 @@ class MessageQueue {
   void UndoVisibilityChange(int64_t message_id, absl::Time visible_at,
                             int read_count);
   void UndoArchive(int64_t message_id);
+  void UndoDelete(SavedMessage saved);
+  void UndoDeleteArchived(int64_t message_id, ArchivedMessage& row);
 
  private:
-  struct LiveMessage {
-    int read_count = 0;
-    absl::Time enqueued_at;
-    absl::Time visible_at;
-    Json body;
-  };
-  struct ArchivedMessage {
-    LiveMessage message;
-    absl::Time archived_at;  // kept as pgmq keeps it; nothing reads it yet
-  };
   using HiddenKey = std::pair<absl::Time, int64_t>;  // (visible_at, id)
 
-  static MessageRecord ToRecord(int64_t message_id, const LiveMessage& message);
+  static MessageRecord ToRecord(int64_t message_id,
+                                const QueuedMessage& message, Fields fields);
   // Adds `message_id` to the index its visible_at belongs in, or removes it.
   void Index(int64_t message_id, absl::Time visible_at);
   void Unindex(int64_t message_id, absl::Time visible_at);
   void MoveHorizon(absl::Time now);
   // Changes a live message's visible_at, keeping the indexes in step.
-  void Reschedule(int64_t message_id, LiveMessage& message,
+  void Reschedule(int64_t message_id, QueuedMessage& message,
                   absl::Time visible_at);
 
   QueueRecord record_;
   int64_t next_id_ = 1;
-  absl::flat_hash_map<int64_t, LiveMessage> live_;
+  absl::flat_hash_map<int64_t, QueuedMessage> live_;
   // Invariant: visible_ids_ holds exactly the live messages with visible_at
   // <= horizon_, hidden_ the others.
   absl::Time horizon_ = absl::InfinitePast();
   absl::btree_set<int64_t> visible_ids_;
   absl::btree_set<HiddenKey> hidden_;
-  // The archive only grows (rollback aside), so its rows sit in an arena.
+  // Archived rows sit in an arena: archiving adds one per message, and only
+  // deleting the message's run (or a rollback) removes it.
   RowArena<ArchivedMessage> archive_rows_;
   absl::flat_hash_map<int64_t, ArchivedMessage*> archive_;
 };

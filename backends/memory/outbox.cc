@@ -31,7 +31,9 @@ std::vector<OutboxReport> Outbox::Take(std::span<const int64_t> report_ids,
   taken.reserve(ids.size());
   for (const int64_t id : ids) {
     auto it = reports_.find(id);
-    if (it != reports_.end()) taken.push_back(Remove(it, undo));
+    if (it == reports_.end()) continue;
+    taken.push_back(it->second);
+    Remove(it, undo);
   }
   return taken;
 }
@@ -43,9 +45,22 @@ std::vector<OutboxReport> Outbox::TakeStale(absl::Time created_before,
   while (!by_created_.empty() && taken.size() < static_cast<size_t>(limit)) {
     const auto [created_at, id] = *by_created_.begin();
     if (created_at >= created_before) break;
-    taken.push_back(Remove(reports_.find(id), undo));
+    auto it = reports_.find(id);
+    taken.push_back(it->second);
+    Remove(it, undo);
   }
   return taken;
+}
+
+void Outbox::DeleteReportsOf(const absl::flat_hash_set<RunId>& run_ids,
+                             UndoLog& undo) {
+  std::vector<int64_t> ids;
+  for (const auto& [id, report] : reports_) {
+    if (run_ids.contains(report.task.run_id)) ids.push_back(id);
+  }
+  // In id order, so a rollback's work does not depend on hash order.
+  std::sort(ids.begin(), ids.end());
+  for (const int64_t id : ids) Remove(reports_.find(id), undo);
 }
 
 void Outbox::UndoAppend(int64_t first_id) {
@@ -63,13 +78,11 @@ void Outbox::UndoTake(OutboxReport report) {
   reports_.try_emplace(id, std::move(report));
 }
 
-OutboxReport Outbox::Remove(
-    absl::flat_hash_map<int64_t, OutboxReport>::iterator it, UndoLog& undo) {
-  OutboxReport copy = it->second;
-  by_created_.erase({copy.created_at, copy.report_id});
+void Outbox::Remove(absl::flat_hash_map<int64_t, OutboxReport>::iterator it,
+                    UndoLog& undo) {
+  by_created_.erase({it->second.created_at, it->first});
   undo.Add(undo::ReportTaken{}, std::move(it->second));
   reports_.erase(it);
-  return copy;
 }
 
 }  // namespace sluice::memory

@@ -9,7 +9,9 @@
 
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
+#include "sluice/ids.h"
 #include "sluice/records.h"
 #include "undo_log.h"
 
@@ -32,6 +34,10 @@ class Outbox {
   // created_before, oldest first (ties by id).
   std::vector<OutboxReport> TakeStale(absl::Time created_before, int limit,
                                       UndoLog& undo);
+  // Deletes the reports of tasks of `run_ids`. Costs O(reports held): the
+  // outbox is normally short, since reports are applied as they come.
+  void DeleteReportsOf(const absl::flat_hash_set<RunId>& run_ids,
+                       UndoLog& undo);
   int64_t size() const { return static_cast<int64_t>(reports_.size()); }
 
   // Reverts, newest change first.
@@ -41,9 +47,9 @@ class Outbox {
  private:
   using CreatedKey = std::pair<absl::Time, int64_t>;
 
-  // Removes the report at `it`, saving it in `undo`; returns a copy.
-  OutboxReport Remove(absl::flat_hash_map<int64_t, OutboxReport>::iterator it,
-                      UndoLog& undo);
+  // Removes the report at `it`, saving it in `undo`.
+  void Remove(absl::flat_hash_map<int64_t, OutboxReport>::iterator it,
+              UndoLog& undo);
 
   int64_t next_id_ = 1;
   absl::flat_hash_map<int64_t, OutboxReport> reports_;

@@ -1,61 +1,92 @@
-// Rows at stable addresses, for tables whose rows are never deleted.
+// Rows at stable addresses, with erased rows' slots reused.
 #ifndef SLUICE_BACKENDS_MEMORY_ROW_ARENA_H_
 #define SLUICE_BACKENDS_MEMORY_ROW_ARENA_H_
 
 #include <cstddef>
+#include <memory>
 #include <utility>
 #include <vector>
+
+#include "absl/container/flat_hash_set.h"
 
 namespace sluice::memory {
 
 // Rows live in fixed-size chunks, so adding a row never moves another: hash
 // indexes can hold Row* and stay small, and growing a table never copies its
-// rows. Only the newest row can be removed. That is all the store needs: rows
-// are only ever removed by rolling back their insertion, and a rollback
-// reverts changes newest first.
+// rows. Erasing a row destroys it at once (freeing what it owns: JSON,
+// strings) and puts its slot on a free list that the next Add takes first, so
+// a table's slots are bounded by its peak row count, not by its history.
+// Chunks are kept until the arena is destroyed, even when empty: a table that
+// empties and refills (a run deleted, the next one inserted) then reuses
+// memory it has already touched instead of faulting in fresh pages.
 //
 // Not thread-safe.
-template <typename Row, size_t kRowsPerChunk = 512>
+template <typename Row, size_t kRowsPerChunk = 256>
 class RowArena {
  public:
   RowArena() = default;
   RowArena(const RowArena&) = delete;
   RowArena& operator=(const RowArena&) = delete;
+  ~RowArena() { DestroyLiveRows(); }
 
   // Returns the new row; its address never changes while it exists.
-  Row& Append(Row row) {
-    if (chunks_.empty() || chunks_.back().size() == kRowsPerChunk) {
-      chunks_.emplace_back().reserve(kRowsPerChunk);
-    }
-    return chunks_.back().emplace_back(std::move(row));
+  Row& Add(Row&& row) {
+    Slot* slot = TakeSlot();
+    Row* added = std::construct_at(&slot->row, std::move(row));
+    ++size_;
+    return *added;
   }
 
-  bool IsNewest(const Row& row) const {
-    const std::vector<Row>* chunk = NewestChunk();
-    return chunk != nullptr && &chunk->back() == &row;
+  // Destroys `row`. REQUIRES: `row` was returned by Add and not erased.
+  void Erase(Row& row) {
+    // A union and its members are pointer-interconvertible.
+    Slot* slot = reinterpret_cast<Slot*>(&row);
+    std::destroy_at(&row);
+    slot->next_free = free_;
+    free_ = slot;
+    --size_;
   }
 
-  // Removes the newest row. REQUIRES: there is one.
-  void PopNewest() {
-    // A chunk emptied by PopNewest is kept until the one before it is popped
-    // from, so rolling back and redoing an insert at a chunk boundary does
-    // not free and allocate a chunk every time.
-    if (chunks_.back().empty()) chunks_.pop_back();
-    chunks_.back().pop_back();
-  }
+  size_t size() const { return size_; }
 
  private:
-  // The last chunk holding a row, or nullptr.
-  const std::vector<Row>* NewestChunk() const {
-    for (auto it = chunks_.rbegin(); it != chunks_.rend(); ++it) {
-      if (!it->empty()) return &*it;
+  // A slot holds a row, or is free and links to the next free slot.
+  union Slot {
+    Slot() {}
+    ~Slot() {}
+    Row row;
+    Slot* next_free;
+  };
+
+  Slot* TakeSlot() {
+    if (free_ != nullptr) return std::exchange(free_, free_->next_free);
+    if (chunks_.empty() || used_in_last_ == kRowsPerChunk) {
+      chunks_.push_back(std::make_unique<Slot[]>(kRowsPerChunk));
+      used_in_last_ = 0;
     }
-    return nullptr;
+    return &chunks_.back()[used_in_last_++];
   }
 
-  // Each chunk's capacity is reserved up front and never exceeded, so its
-  // rows never move.
-  std::vector<std::vector<Row>> chunks_;
+  void DestroyLiveRows() {
+    if (size_ == 0) return;
+    absl::flat_hash_set<const Slot*> free_slots;
+    for (const Slot* s = free_; s != nullptr; s = s->next_free) {
+      free_slots.insert(s);
+    }
+    for (size_t c = 0; c < chunks_.size(); ++c) {
+      const size_t used =
+          c + 1 == chunks_.size() ? used_in_last_ : kRowsPerChunk;
+      for (size_t i = 0; i < used; ++i) {
+        Slot& slot = chunks_[c][i];
+        if (!free_slots.contains(&slot)) std::destroy_at(&slot.row);
+      }
+    }
+  }
+
+  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  size_t used_in_last_ = 0;  // slots of the last chunk ever handed out
+  Slot* free_ = nullptr;     // erased slots, most recent first
+  size_t size_ = 0;
 };
 
 }  // namespace sluice::memory

@@ -15,71 +15,90 @@ absl::Status RunNotFound(const RunId& run_id) {
       StrCat("run ", run_id.ToString(), " does not exist"));
 }
 
+// Whether FindFinishedRuns lists the run.
+bool IsFinished(const RunRecord& run) {
+  return IsTerminal(run.status) && run.finished_at.has_value();
+}
+
+RunRecord CopyOf(const RunRecord& run, Fields fields) {
+  if (fields == Fields::kAll) return run;
+  return RunRecord{.run_id = run.run_id,
+                   .flow_slug = run.flow_slug,
+                   .status = run.status,
+                   .remaining_steps = run.remaining_steps,
+                   .error = run.error,
+                   .started_at = run.started_at,
+                   .finished_at = run.finished_at};
+}
+
 }  // namespace
 
 // --- Runs --------------------------------------------------------------------
 
-absl::Status RunTable::InsertRuns(std::span<const RunRecord> runs,
-                                  UndoLog& undo) {
+absl::Status RunTable::InsertRuns(std::span<RunRecord> runs, UndoLog& undo) {
   by_id_.reserve(by_id_.size() + runs.size());
-  // A batch's runs are usually of one flow: look its index up once.
-  ListIndex* flow_index = nullptr;
-  std::string_view flow_of_index;
-  for (const RunRecord& run : runs) {
+  for (RunRecord& run : runs) {
     auto [it, inserted] = by_id_.try_emplace(run.run_id, nullptr);
     if (!inserted) {
       return absl::AlreadyExistsError(
           StrCat("run ", run.run_id.ToString(), " already exists"));
     }
-    it->second = &entries_.Append(
-        RunEntry{.run = StoredCopy(run), .sequence = next_sequence_++});
-    if (flow_index == nullptr || flow_of_index != run.flow_slug) {
-      flow_index = &by_flow_[run.flow_slug];
-      flow_of_index = run.flow_slug;
+    RunEntry& entry = entries_.Add(
+        RunEntry{.run = Stored(std::move(run)), .sequence = next_sequence_++});
+    it->second = &entry;
+    Index(entry);
+    undo.Add(undo::RunInserted{.run_id = entry.run.run_id});
+  }
+  return absl::OkStatus();
+}
+
+std::vector<std::optional<RunRecord>> RunTable::GetRuns(
+    std::span<const RunId> run_ids, Fields fields) const {
+  std::vector<std::optional<RunRecord>> found;
+  found.reserve(run_ids.size());
+  for (const RunId& run_id : run_ids) {
+    const RunEntry* entry = FindEntry(run_id);
+    if (entry == nullptr) {
+      found.emplace_back();
+    } else {
+      found.emplace_back(CopyOf(entry->run, fields));
     }
-    flow_index->insert({run.started_at, it->second->sequence, run.run_id});
-    undo.Add(undo::RunInserted{.run_id = run.run_id});
+  }
+  return found;
+}
+
+absl::Status RunTable::UpdateRuns(std::span<RunRecord> runs, UndoLog& undo) {
+  for (RunRecord& run : runs) {
+    RunEntry* entry = FindEntry(run.run_id);
+    if (entry == nullptr) return RunNotFound(run.run_id);
+    undo.Add(undo::RunUpdated{.run_id = run.run_id},
+             ExchangeMutableFields(*entry, run));
   }
   return absl::OkStatus();
 }
 
-const RunRecord* RunTable::FindRun(const RunId& run_id) const {
-  const RunEntry* entry = FindEntry(run_id);
-  return entry == nullptr ? nullptr : &entry->run;
-}
-
-absl::Status RunTable::UpdateRun(const RunRecord& run, UndoLog& undo) {
-  RunEntry* entry = FindEntry(run.run_id);
-  if (entry == nullptr) return RunNotFound(run.run_id);
-  RunRecord& stored = entry->run;
-  undo.Add(undo::RunUpdated{.run_id = run.run_id},
-           SavedRunFields{.status = stored.status,
-                          .output = std::move(stored.output),
-                          .remaining_steps = stored.remaining_steps,
-                          .error = std::move(stored.error),
-                          .finished_at = stored.finished_at});
-  stored.status = run.status;
-  stored.output = StoredCopy(run.output);
-  stored.remaining_steps = run.remaining_steps;
-  stored.error = run.error;
-  stored.finished_at = run.finished_at;
-  return absl::OkStatus();
-}
-
-absl::StatusOr<int> RunTable::AddRemainingSteps(const RunId& run_id, int delta,
-                                                UndoLog& undo) {
-  RunEntry* entry = FindEntry(run_id);
-  if (entry == nullptr) return RunNotFound(run_id);
-  int& remaining = entry->run.remaining_steps;
-  std::optional<int> sum = CheckedAdd(remaining, delta);
-  if (!sum.has_value()) {
-    return CounterOverflow(StrCat("remaining_steps of run ", run_id.ToString()),
-                           remaining, delta);
+absl::StatusOr<std::vector<int>> RunTable::AddRemainingSteps(
+    std::span<const RunCounterDelta> deltas, UndoLog& undo) {
+  std::vector<int> values;
+  values.reserve(deltas.size());
+  for (const RunCounterDelta& delta : deltas) {
+    RunEntry* entry = FindEntry(delta.run_id);
+    if (entry == nullptr) return RunNotFound(delta.run_id);
+    int& remaining = entry->run.remaining_steps;
+    std::optional<int> sum = CheckedAdd(remaining, delta.remaining_steps);
+    if (!sum.has_value()) {
+      return CounterOverflow(
+          StrCat("remaining_steps of run ", delta.run_id.ToString()), remaining,
+          delta.remaining_steps);
+    }
+    if (*sum != remaining) {
+      undo.Add(undo::RunRemainingStepsAdded{.run_id = delta.run_id,
+                                            .old_value = remaining});
+      remaining = *sum;
+    }
+    values.push_back(remaining);
   }
-  undo.Add(
-      undo::RunRemainingStepsAdded{.run_id = run_id, .old_value = remaining});
-  remaining = *sum;
-  return remaining;
+  return values;
 }
 
 std::vector<RunRecord> RunTable::ListRuns(std::string_view flow_slug,
@@ -111,46 +130,114 @@ std::vector<RunRecord> RunTable::ListRuns(std::string_view flow_slug,
   }
   std::vector<RunRecord> runs;
   runs.reserve(newest.size());
-  for (const ListKey& key : newest) runs.push_back(*FindRun(key.run_id));
+  for (const ListKey& key : newest) runs.push_back(FindEntry(key.run_id)->run);
   return runs;
+}
+
+std::vector<RunRecord> RunTable::FindFinished(absl::Time finished_before,
+                                              int limit) const {
+  std::vector<RunRecord> runs;
+  if (limit <= 0) return runs;
+  for (auto it = finished_.begin();
+       it != finished_.end() && it->first.first < finished_before &&
+       runs.size() < static_cast<size_t>(limit);
+       ++it) {
+    runs.push_back(CopyOf(it->second->run, Fields::kNoPayloads));
+  }
+  return runs;
+}
+
+void RunTable::DeleteRun(const RunId& run_id, UndoLog& undo) {
+  auto it = by_id_.find(run_id);
+  RunEntry& entry = *it->second;
+  Unindex(entry);
+  by_id_.erase(it);
+  undo.AddDetached(undo::RunDeleted{.entry = &entry});
 }
 
 void RunTable::UndoInsertRun(const RunId& run_id) {
   auto it = by_id_.find(run_id);
   RunEntry& entry = *it->second;
-  auto flow_it = by_flow_.find(entry.run.flow_slug);
-  flow_it->second.erase({entry.run.started_at, entry.sequence, run_id});
-  if (flow_it->second.empty()) by_flow_.erase(flow_it);
   // Everything added to the run was rolled back before, and so was every
   // newer run.
   ABSL_ASSERT(entry.steps.empty());
-  ABSL_ASSERT(entries_.IsNewest(entry));
+  Unindex(entry);
   next_sequence_ = entry.sequence;
   by_id_.erase(it);
-  entries_.PopNewest();
+  entries_.Erase(entry);
 }
 
 void RunTable::UndoUpdateRun(const RunId& run_id, SavedRunFields saved) {
-  RunRecord& stored = FindEntry(run_id)->run;
+  RunEntry& entry = *FindEntry(run_id);
+  RunRecord& stored = entry.run;
+  UnindexFinished(entry);
   stored.status = saved.status;
   stored.output = std::move(saved.output);
-  stored.remaining_steps = saved.remaining_steps;
   stored.error = std::move(saved.error);
   stored.finished_at = saved.finished_at;
+  IndexFinished(entry);
 }
 
 void RunTable::UndoAddRemainingSteps(const RunId& run_id, int old_value) {
   FindEntry(run_id)->run.remaining_steps = old_value;
 }
 
+void RunTable::UndoDeleteRun(RunEntry& entry) {
+  by_id_.try_emplace(entry.run.run_id, &entry);
+  Index(entry);
+}
+
+// --- Indexes -----------------------------------------------------------------
+
+void RunTable::Index(RunEntry& entry) {
+  by_flow_[entry.run.flow_slug].insert(
+      {entry.run.started_at, entry.sequence, entry.run.run_id});
+  IndexFinished(entry);
+}
+
+void RunTable::Unindex(const RunEntry& entry) {
+  auto flow_it = by_flow_.find(entry.run.flow_slug);
+  flow_it->second.erase({entry.run.started_at, entry.sequence, {}});
+  if (flow_it->second.empty()) by_flow_.erase(flow_it);
+  UnindexFinished(entry);
+}
+
+void RunTable::IndexFinished(RunEntry& entry) {
+  if (IsFinished(entry.run)) {
+    finished_.try_emplace({*entry.run.finished_at, entry.sequence}, &entry);
+  }
+}
+
+void RunTable::UnindexFinished(const RunEntry& entry) {
+  if (IsFinished(entry.run)) {
+    finished_.erase({*entry.run.finished_at, entry.sequence});
+  }
+}
+
+SavedRunFields RunTable::ExchangeMutableFields(RunEntry& entry,
+                                               RunRecord& next) {
+  RunRecord& stored = entry.run;
+  UnindexFinished(entry);
+  SavedRunFields saved{.status = stored.status,
+                       .output = std::move(stored.output),
+                       .error = std::move(stored.error),
+                       .finished_at = stored.finished_at};
+  stored.status = next.status;
+  stored.output = Stored(std::move(next.output));
+  stored.error = std::move(next.error);
+  stored.finished_at = next.finished_at;
+  IndexFinished(entry);
+  return saved;
+}
+
 // --- Entries -----------------------------------------------------------------
 
-RunTable::RunEntry* RunTable::FindEntry(const RunId& run_id) {
+RunEntry* RunTable::FindEntry(const RunId& run_id) {
   auto it = by_id_.find(run_id);
   return it == by_id_.end() ? nullptr : it->second;
 }
 
-const RunTable::RunEntry* RunTable::FindEntry(const RunId& run_id) const {
+const RunEntry* RunTable::FindEntry(const RunId& run_id) const {
   auto it = by_id_.find(run_id);
   return it == by_id_.end() ? nullptr : it->second;
 }

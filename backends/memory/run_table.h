@@ -10,37 +10,37 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "row_arena.h"
+#include "rows.h"
+#include "sluice/backend.h"
 #include "sluice/ids.h"
 #include "sluice/records.h"
 #include "undo_log.h"
 
 namespace sluice::memory {
 
-// Everything keyed by run lives in one entry per run, found with one hash
+// Everything keyed by run lives in one RunEntry per run, found with one hash
 // probe: the run record, its step states by step index, and per step the
 // run's tasks by task index (rows owned by TaskTable). A step's tasks are
 // normally created in index order, so keeping them sorted is an append.
 //
 // As with a foreign key, step states and tasks can only be added to a run
-// that exists. Each run gets a sequence number when inserted; it breaks
-// ties the way the SQLite backend does (its `seq` column): ListRuns lists
-// newest first by started_at, then by descending sequence (the later insert
-// is the newer run), and TaskTable orders stalled tasks by (stall_at, run
-// sequence, step, task). Neither started_at nor the sequence changes after
-// insert.
-//
-// Rolling back a run's insertion removes its entry: by then every step state
-// and task added to it has been rolled back (rollback reverts newest first),
-// and no newer entry is left, which is what RowArena needs.
+// that exists, and a run is deleted right after its tasks (DeleteRun). Each run
+// gets a sequence number when inserted; it breaks ties the way the SQLite
+// backend does (its `seq` column): ListRuns lists newest first by started_at,
+// then by descending sequence (the later insert is the newer run);
+// FindFinishedRuns lists earliest first by finished_at, then by sequence; and
+// TaskTable orders stalled tasks by (stall_at, run sequence, step, task).
+// Neither started_at nor the sequence changes after insert.
 //
 // Every change records its undo in the given UndoLog. Not thread-safe: the
 // store's lock guards it.
@@ -48,38 +48,50 @@ class RunTable {
  public:
   // --- Runs ---------------------------------------------------------------
 
-  // Stops at the first run whose id exists (kAlreadyExists); the caller rolls
-  // back those inserted before it.
-  absl::Status InsertRuns(std::span<const RunRecord> runs, UndoLog& undo);
-  // nullptr if absent. Valid until the next change.
-  const RunRecord* FindRun(const RunId& run_id) const;
-  // Writes status, output, remaining_steps, error and finished_at.
-  // kNotFound if the run does not exist.
-  absl::Status UpdateRun(const RunRecord& run, UndoLog& undo);
-  // kNotFound if the run does not exist.
-  absl::StatusOr<int> AddRemainingSteps(const RunId& run_id, int delta,
-                                        UndoLog& undo);
+  // Moves from `runs`. Stops at the first run whose id exists
+  // (kAlreadyExists); the caller rolls back those inserted before it.
+  absl::Status InsertRuns(std::span<RunRecord> runs, UndoLog& undo);
+  // One entry per id, in order.
+  std::vector<std::optional<RunRecord>> GetRuns(std::span<const RunId> run_ids,
+                                                Fields fields) const;
+  bool Contains(const RunId& run_id) const { return by_id_.contains(run_id); }
+  // Writes status, output, error and finished_at. Stops at the first run
+  // that does not exist (kNotFound).
+  absl::Status UpdateRuns(std::span<RunRecord> runs, UndoLog& undo);
+  // Stops at the first run that does not exist (kNotFound).
+  absl::StatusOr<std::vector<int>> AddRemainingSteps(
+      std::span<const RunCounterDelta> deltas, UndoLog& undo);
   // Runs of `flow_slug` (all flows if empty), newest first, at most `limit`.
   std::vector<RunRecord> ListRuns(std::string_view flow_slug, int limit) const;
+  // Ended runs with finished_at < finished_before, earliest first, at most
+  // `limit`, without payloads.
+  std::vector<RunRecord> FindFinished(absl::Time finished_before,
+                                      int limit) const;
+  // Deletes the run with its step states: detaches its entry (undo_log.h), task
+  // listing and all. REQUIRES: the run exists and its tasks were detached
+  // first (TaskTable::DeleteTasksOfRun).
+  void DeleteRun(const RunId& run_id, UndoLog& undo);
+  // Frees an entry DeleteRun detached (on commit).
+  void FreeDetached(RunEntry& entry) { entries_.Erase(entry); }
 
   // --- Step states --------------------------------------------------------
 
-  // Stops at the first state whose run does not exist (kNotFound) or whose
-  // (run, step index) exists (kAlreadyExists).
-  absl::Status InsertStepStates(std::span<const StepStateRecord> states,
+  // Moves from `states`. Stops at the first state whose run does not exist
+  // (kNotFound) or whose (run, step index) exists (kAlreadyExists).
+  absl::Status InsertStepStates(std::span<StepStateRecord> states,
                                 UndoLog& undo);
-  // All step states of a run, by step index.
-  std::vector<StepStateRecord> GetStepStates(const RunId& run_id) const;
-  // Writes the fields UpdateStepStates names (not remaining_deps). Stops at
+  // The step states of each run by step index, one entry per id, in order.
+  std::vector<std::vector<StepStateRecord>> GetStepStates(
+      std::span<const RunId> run_ids, Fields fields) const;
+  // Writes the fields UpdateStepStates names (not the counters). Stops at
   // the first state that does not exist (kNotFound).
-  absl::Status UpdateStepStates(std::span<const StepStateRecord> states,
+  absl::Status UpdateStepStates(std::span<StepStateRecord> states,
                                 UndoLog& undo);
-  // Adds `delta` to a counter and returns the new value; a remaining_tasks
-  // not set yet counts as 0 (as SQL's coalesce would). kNotFound if the step
-  // state does not exist.
-  absl::StatusOr<int> AddStepCounter(const RunId& run_id, int step_index,
-                                     StepCounter counter, int delta,
-                                     UndoLog& undo);
+  // Adds each delta and returns the new counters; an unset remaining_tasks
+  // counts as 0 (as SQL's coalesce would) and becomes set. Stops at the
+  // first state that does not exist (kNotFound).
+  absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas, UndoLog& undo);
 
   // --- The run's tasks, kept by TaskTable ---------------------------------
 
@@ -101,23 +113,13 @@ class RunTable {
   void UndoInsertRun(const RunId& run_id);
   void UndoUpdateRun(const RunId& run_id, SavedRunFields saved);
   void UndoAddRemainingSteps(const RunId& run_id, int old_value);
+  void UndoDeleteRun(RunEntry& entry);
   void UndoInsertStepState(const RunId& run_id, int step_index);
   void UndoUpdateStepState(const RunId& run_id, int step_index,
                            SavedStepFields saved);
-  void UndoAddStepCounter(const RunId& run_id, int step_index,
-                          StepCounter counter, std::optional<int> old_value);
+  void UndoAddStepCounters(const undo::StepCountersAdded& old_counters);
 
  private:
-  struct StepEntry {
-    int step_index = 0;
-    std::optional<StepStateRecord> state;  // tasks may come without one
-    absl::InlinedVector<const TaskRecord*, 1> tasks;  // by task index
-  };
-  struct RunEntry {
-    RunRecord run;
-    uint64_t sequence = 0;
-    absl::InlinedVector<StepEntry, 1> steps;  // by step index
-  };
   struct ListKey {
     absl::Time started_at;
     uint64_t sequence = 0;
@@ -130,6 +132,18 @@ class RunTable {
     }
   };
   using ListIndex = absl::btree_set<ListKey, NewestFirst>;
+  // (finished_at, sequence) of an ended run.
+  using FinishedKey = std::pair<absl::Time, uint64_t>;
+
+  // Adds a new entry to the indexes; removes one.
+  void Index(RunEntry& entry);
+  void Unindex(const RunEntry& entry);
+  // Keeps the finished index in step with a change of status or finished_at:
+  // call Unindex before the change and Index after.
+  void IndexFinished(RunEntry& entry);
+  void UnindexFinished(const RunEntry& entry);
+  // Writes what UpdateRuns writes and returns the old values.
+  SavedRunFields ExchangeMutableFields(RunEntry& entry, RunRecord& next);
 
   RunEntry* FindEntry(const RunId& run_id);
   const RunEntry* FindEntry(const RunId& run_id) const;
@@ -142,6 +156,7 @@ class RunTable {
   RowArena<RunEntry> entries_;
   absl::flat_hash_map<RunId, RunEntry*> by_id_;
   absl::flat_hash_map<std::string, ListIndex> by_flow_;
+  absl::btree_map<FinishedKey, RunEntry*> finished_;
   uint64_t next_sequence_ = 1;
 };
 

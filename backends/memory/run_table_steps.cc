@@ -26,12 +26,30 @@ bool TaskIndexLess(const TaskRecord* task, int task_index) {
   return task->key.task_index < task_index;
 }
 
+StepStateRecord CopyOf(const StepStateRecord& state, Fields fields) {
+  if (fields == Fields::kAll) return state;
+  return StepStateRecord{.run_id = state.run_id,
+                         .step_index = state.step_index,
+                         .step_slug = state.step_slug,
+                         .status = state.status,
+                         .remaining_deps = state.remaining_deps,
+                         .initial_tasks = state.initial_tasks,
+                         .remaining_tasks = state.remaining_tasks,
+                         .error = state.error,
+                         .skip_reason = state.skip_reason,
+                         .started_at = state.started_at,
+                         .finished_at = state.finished_at};
+}
+
 }  // namespace
 
-absl::Status RunTable::InsertStepStates(std::span<const StepStateRecord> states,
+absl::Status RunTable::InsertStepStates(std::span<StepStateRecord> states,
                                         UndoLog& undo) {
-  for (const StepStateRecord& state : states) {
-    RunEntry* entry = FindEntry(state.run_id);
+  RunEntry* entry = nullptr;  // a batch's states usually share a run
+  for (StepStateRecord& state : states) {
+    if (entry == nullptr || entry->run.run_id != state.run_id) {
+      entry = FindEntry(state.run_id);
+    }
     if (entry == nullptr) {
       return absl::NotFoundError(
           StrCat(DescribeStep(state.run_id, state.step_index),
@@ -42,28 +60,32 @@ absl::Status RunTable::InsertStepStates(std::span<const StepStateRecord> states,
       return absl::AlreadyExistsError(StrCat(
           DescribeStep(state.run_id, state.step_index), " already exists"));
     }
-    step.state = StoredCopy(state);
     undo.Add(undo::StepStateInserted{.run_id = state.run_id,
                                      .step_index = state.step_index});
+    step.state.emplace(Stored(std::move(state)));
   }
   return absl::OkStatus();
 }
 
-std::vector<StepStateRecord> RunTable::GetStepStates(
-    const RunId& run_id) const {
-  std::vector<StepStateRecord> states;
-  const RunEntry* entry = FindEntry(run_id);
-  if (entry == nullptr) return states;
-  states.reserve(entry->steps.size());
-  for (const StepEntry& step : entry->steps) {
-    if (step.state.has_value()) states.push_back(*step.state);
+std::vector<std::vector<StepStateRecord>> RunTable::GetStepStates(
+    std::span<const RunId> run_ids, Fields fields) const {
+  std::vector<std::vector<StepStateRecord>> states(run_ids.size());
+  for (size_t i = 0; i < run_ids.size(); ++i) {
+    const RunEntry* entry = FindEntry(run_ids[i]);
+    if (entry == nullptr) continue;
+    states[i].reserve(entry->steps.size());
+    for (const StepEntry& step : entry->steps) {
+      if (step.state.has_value()) {
+        states[i].push_back(CopyOf(*step.state, fields));
+      }
+    }
   }
   return states;
 }
 
-absl::Status RunTable::UpdateStepStates(std::span<const StepStateRecord> states,
+absl::Status RunTable::UpdateStepStates(std::span<StepStateRecord> states,
                                         UndoLog& undo) {
-  for (const StepStateRecord& state : states) {
+  for (StepStateRecord& state : states) {
     StepStateRecord* stored = FindStepState(state.run_id, state.step_index);
     if (stored == nullptr) {
       return absl::NotFoundError(StrCat(
@@ -73,7 +95,6 @@ absl::Status RunTable::UpdateStepStates(std::span<const StepStateRecord> states,
                                     .step_index = state.step_index},
              SavedStepFields{.status = stored->status,
                              .initial_tasks = stored->initial_tasks,
-                             .remaining_tasks = stored->remaining_tasks,
                              .output = std::move(stored->output),
                              .error = std::move(stored->error),
                              .skip_reason = stored->skip_reason,
@@ -81,9 +102,8 @@ absl::Status RunTable::UpdateStepStates(std::span<const StepStateRecord> states,
                              .finished_at = stored->finished_at});
     stored->status = state.status;
     stored->initial_tasks = state.initial_tasks;
-    stored->remaining_tasks = state.remaining_tasks;
-    stored->output = StoredCopy(state.output);
-    stored->error = state.error;
+    stored->output = Stored(std::move(state.output));
+    stored->error = std::move(state.error);
     stored->skip_reason = state.skip_reason;
     stored->started_at = state.started_at;
     stored->finished_at = state.finished_at;
@@ -91,34 +111,45 @@ absl::Status RunTable::UpdateStepStates(std::span<const StepStateRecord> states,
   return absl::OkStatus();
 }
 
-absl::StatusOr<int> RunTable::AddStepCounter(const RunId& run_id,
-                                             int step_index,
-                                             StepCounter counter, int delta,
-                                             UndoLog& undo) {
-  StepStateRecord* stored = FindStepState(run_id, step_index);
-  if (stored == nullptr) {
-    return absl::NotFoundError(
-        StrCat(DescribeStep(run_id, step_index), " does not exist"));
+absl::StatusOr<std::vector<StepCounters>> RunTable::AddStepCounters(
+    std::span<const StepCounterDelta> deltas, UndoLog& undo) {
+  std::vector<StepCounters> values;
+  values.reserve(deltas.size());
+  for (const StepCounterDelta& delta : deltas) {
+    const StepRef& ref = delta.step;
+    StepStateRecord* stored = FindStepState(ref.run_id, ref.step_index);
+    if (stored == nullptr) {
+      return absl::NotFoundError(
+          StrCat(DescribeStep(ref.run_id, ref.step_index), " does not exist"));
+    }
+    // An unset remaining_tasks counts as 0, as SQL's coalesce would.
+    const int tasks_before = stored->remaining_tasks.value_or(0);
+    const std::optional<int> tasks =
+        CheckedAdd(tasks_before, delta.remaining_tasks);
+    if (!tasks.has_value()) {
+      return CounterOverflow(StrCat("remaining_tasks of ",
+                                    DescribeStep(ref.run_id, ref.step_index)),
+                             tasks_before, delta.remaining_tasks);
+    }
+    const std::optional<int> deps =
+        CheckedAdd(stored->remaining_deps, delta.remaining_deps);
+    if (!deps.has_value()) {
+      return CounterOverflow(StrCat("remaining_deps of ",
+                                    DescribeStep(ref.run_id, ref.step_index)),
+                             stored->remaining_deps, delta.remaining_deps);
+    }
+    if (stored->remaining_tasks != tasks || stored->remaining_deps != *deps) {
+      undo.Add(
+          undo::StepCountersAdded{.run_id = ref.run_id,
+                                  .step_index = ref.step_index,
+                                  .remaining_tasks = stored->remaining_tasks,
+                                  .remaining_deps = stored->remaining_deps});
+      stored->remaining_tasks = tasks;
+      stored->remaining_deps = *deps;
+    }
+    values.push_back({.remaining_tasks = *tasks, .remaining_deps = *deps});
   }
-  const bool tasks = counter == StepCounter::kRemainingTasks;
-  const std::optional<int> old_value =
-      tasks ? stored->remaining_tasks : stored->remaining_deps;
-  // An unset remaining_tasks counts as 0, as SQL's coalesce would.
-  const int current = old_value.value_or(0);
-  std::optional<int> sum = CheckedAdd(current, delta);
-  if (!sum.has_value()) {
-    return CounterOverflow(DescribeStep(run_id, step_index), current, delta);
-  }
-  undo.Add(undo::StepCounterAdded{.run_id = run_id,
-                                  .step_index = step_index,
-                                  .counter = counter,
-                                  .old_value = old_value});
-  if (tasks) {
-    stored->remaining_tasks = *sum;
-  } else {
-    stored->remaining_deps = *sum;
-  }
-  return *sum;
+  return values;
 }
 
 std::optional<uint64_t> RunTable::SequenceOf(const RunId& run_id) const {
@@ -158,7 +189,6 @@ void RunTable::UndoUpdateStepState(const RunId& run_id, int step_index,
   StepStateRecord& stored = *FindStepState(run_id, step_index);
   stored.status = saved.status;
   stored.initial_tasks = saved.initial_tasks;
-  stored.remaining_tasks = saved.remaining_tasks;
   stored.output = std::move(saved.output);
   stored.error = std::move(saved.error);
   stored.skip_reason = saved.skip_reason;
@@ -166,18 +196,15 @@ void RunTable::UndoUpdateStepState(const RunId& run_id, int step_index,
   stored.finished_at = saved.finished_at;
 }
 
-void RunTable::UndoAddStepCounter(const RunId& run_id, int step_index,
-                                  StepCounter counter,
-                                  std::optional<int> old_value) {
-  StepStateRecord& stored = *FindStepState(run_id, step_index);
-  if (counter == StepCounter::kRemainingTasks) {
-    stored.remaining_tasks = old_value;
-  } else {
-    stored.remaining_deps = *old_value;
-  }
+void RunTable::UndoAddStepCounters(
+    const undo::StepCountersAdded& old_counters) {
+  StepStateRecord& stored =
+      *FindStepState(old_counters.run_id, old_counters.step_index);
+  stored.remaining_tasks = old_counters.remaining_tasks;
+  stored.remaining_deps = old_counters.remaining_deps;
 }
 
-RunTable::StepEntry* RunTable::FindStep(RunEntry& entry, int step_index) {
+StepEntry* RunTable::FindStep(RunEntry& entry, int step_index) {
   auto& steps = entry.steps;
   // Step indexes are normally 0..n-1: try the direct slot first.
   if (step_index >= 0 && static_cast<size_t>(step_index) < steps.size() &&
@@ -189,7 +216,7 @@ RunTable::StepEntry* RunTable::FindStep(RunEntry& entry, int step_index) {
   return at == steps.end() || at->step_index != step_index ? nullptr : &*at;
 }
 
-RunTable::StepEntry& RunTable::FindOrAddStep(RunEntry& entry, int step_index) {
+StepEntry& RunTable::FindOrAddStep(RunEntry& entry, int step_index) {
   if (StepEntry* step = FindStep(entry, step_index)) return *step;
   auto& steps = entry.steps;
   auto at = std::lower_bound(steps.begin(), steps.end(), step_index,

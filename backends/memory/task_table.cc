@@ -14,10 +14,9 @@ std::string DescribeKey(const TaskKey& key) {
                 ", task ", key.task_index, ")");
 }
 
-// Moves the fields a TaskUpdate writes out of `stored` and writes `next`'s in
+// Moves the fields a TaskUpdate writes out of `stored` and moves `next`'s in
 // their place. Returns the old ones for the undo log.
-SavedTaskFields ExchangeMutableFields(TaskRecord& stored,
-                                      const TaskRecord& next) {
+SavedTaskFields ExchangeMutableFields(TaskRecord& stored, TaskRecord& next) {
   SavedTaskFields saved{.status = stored.status,
                         .attempts = stored.attempts,
                         .output = std::move(stored.output),
@@ -25,19 +24,17 @@ SavedTaskFields ExchangeMutableFields(TaskRecord& stored,
                         .started_at = stored.started_at,
                         .finished_at = stored.finished_at,
                         .stall_at = stored.stall_at,
-                        .requeued_count = stored.requeued_count};
-  if (stored.worker_id != next.worker_id) {
-    saved.worker_id = std::move(stored.worker_id);
-    stored.worker_id = next.worker_id;
-  }
+                        .requeued_count = stored.requeued_count,
+                        .worker_id = std::move(stored.worker_id)};
   stored.status = next.status;
   stored.attempts = next.attempts;
-  stored.output = StoredCopy(next.output);
-  stored.error = next.error;
+  stored.output = Stored(std::move(next.output));
+  stored.error = std::move(next.error);
   stored.started_at = next.started_at;
   stored.finished_at = next.finished_at;
   stored.stall_at = next.stall_at;
   stored.requeued_count = next.requeued_count;
+  stored.worker_id = std::move(next.worker_id);
   return saved;
 }
 
@@ -50,28 +47,41 @@ void RestoreMutableFields(TaskRecord& stored, SavedTaskFields saved) {
   stored.finished_at = saved.finished_at;
   stored.stall_at = saved.stall_at;
   stored.requeued_count = saved.requeued_count;
-  if (saved.worker_id.has_value())
-    stored.worker_id = std::move(*saved.worker_id);
+  stored.worker_id = std::move(saved.worker_id);
 }
 
 }  // namespace
 
-absl::Status TaskTable::Insert(std::span<const TaskRecord> tasks,
-                               UndoLog& undo) {
+absl::Status TaskTable::Insert(std::span<TaskRecord> tasks, UndoLog& undo) {
   by_key_.reserve(by_key_.size() + tasks.size());
-  for (const TaskRecord& task : tasks) {
-    std::optional<uint64_t> run_sequence = runs_.SequenceOf(task.key.run_id);
-    if (!run_sequence.has_value()) {
-      return absl::NotFoundError(StrCat(
-          DescribeKey(task.key), " belongs to no run: insert the run first"));
+  // A batch's tasks usually share a run and a queue: look them up once.
+  std::optional<uint64_t> run_sequence;
+  RunId run_of_sequence;
+  MessageIndex* messages = nullptr;
+  std::string_view queue_of_messages;  // the key in by_message_
+  for (TaskRecord& task : tasks) {
+    if (!run_sequence.has_value() || run_of_sequence != task.key.run_id) {
+      run_sequence = runs_.SequenceOf(task.key.run_id);
+      run_of_sequence = task.key.run_id;
+      if (!run_sequence.has_value()) {
+        return absl::NotFoundError(StrCat(
+            DescribeKey(task.key), " belongs to no run: insert the run first"));
+      }
     }
     auto [by_key, key_is_new] = by_key_.try_emplace(task.key, nullptr);
     if (!key_is_new) {
       return absl::AlreadyExistsError(
           StrCat(DescribeKey(task.key), " already exists"));
     }
+    if (messages == nullptr || queue_of_messages != task.queue_name) {
+      // Only this lookup inserts into by_message_, so the pointers stay
+      // valid until the next one.
+      auto queue_it = by_message_.try_emplace(task.queue_name).first;
+      messages = &queue_it->second;
+      queue_of_messages = queue_it->first;
+    }
     auto [by_id, message_is_new] =
-        by_message_[task.queue_name].try_emplace(task.message_id, nullptr);
+        messages->try_emplace(task.message_id, nullptr);
     if (!message_is_new) {
       by_key_.erase(by_key);
       return absl::AlreadyExistsError(
@@ -79,19 +89,19 @@ absl::Status TaskTable::Insert(std::span<const TaskRecord> tasks,
                  "\" already belongs to a task; ", DescribeKey(task.key),
                  " needs a message of its own"));
     }
-    TaskRow& row = rows_.Append(
-        TaskRow{.task = StoredCopy(task), .run_sequence = *run_sequence});
+    TaskRow& row = rows_.Add(TaskRow{.task = Stored(std::move(task)),
+                                     .run_sequence = *run_sequence});
     by_key->second = &row;
     by_id->second = &row;
     runs_.AddTask(row.task);
     IndexStall(row);
-    undo.Add(undo::TaskInserted{.key = task.key});
+    undo.Add(undo::TaskInserted{.key = row.task.key});
   }
   return absl::OkStatus();
 }
 
 std::vector<std::optional<TaskRecord>> TaskTable::Get(
-    std::span<const TaskKey> keys, TaskFields fields) const {
+    std::span<const TaskKey> keys, Fields fields) const {
   std::vector<std::optional<TaskRecord>> found;
   found.reserve(keys.size());
   for (const TaskKey& key : keys) {
@@ -99,7 +109,7 @@ std::vector<std::optional<TaskRecord>> TaskTable::Get(
     if (it == by_key_.end()) {
       found.emplace_back();
     } else {
-      found.emplace_back(Copy(it->second->task, fields));
+      found.emplace_back(CopyOf(it->second->task, fields));
     }
   }
   return found;
@@ -107,24 +117,24 @@ std::vector<std::optional<TaskRecord>> TaskTable::Get(
 
 std::vector<std::optional<TaskRecord>> TaskTable::GetByMessage(
     std::string_view queue, std::span<const int64_t> message_ids,
-    TaskFields fields) const {
+    Fields fields) const {
   std::vector<std::optional<TaskRecord>> found(message_ids.size());
   auto queue_it = by_message_.find(ToAbsl(queue));
   if (queue_it == by_message_.end()) return found;
   for (size_t i = 0; i < message_ids.size(); ++i) {
     auto it = queue_it->second.find(message_ids[i]);
     if (it != queue_it->second.end()) {
-      found[i] = Copy(it->second->task, fields);
+      found[i] = CopyOf(it->second->task, fields);
     }
   }
   return found;
 }
 
-std::vector<bool> TaskTable::Update(std::span<const TaskUpdate> updates,
+std::vector<bool> TaskTable::Update(std::span<TaskUpdate> updates,
                                     UndoLog& undo) {
   std::vector<bool> applied;
   applied.reserve(updates.size());
-  for (const TaskUpdate& update : updates) {
+  for (TaskUpdate& update : updates) {
     auto it = by_key_.find(update.task.key);
     if (it == by_key_.end() ||
         it->second->task.status != update.expected_status ||
@@ -144,14 +154,14 @@ std::vector<bool> TaskTable::Update(std::span<const TaskUpdate> updates,
 
 std::vector<TaskRecord> TaskTable::GetUnfinished(const RunId& run_id,
                                                  std::optional<int> step_index,
-                                                 TaskFields fields) const {
+                                                 Fields fields) const {
   std::vector<TaskRecord> unfinished;
   runs_.ForEachTask(run_id,
                     step_index.value_or(std::numeric_limits<int>::min()),
                     step_index.value_or(std::numeric_limits<int>::max()),
                     [&](const TaskRecord& task) {
                       if (!IsTerminal(task.status)) {
-                        unfinished.push_back(Copy(task, fields));
+                        unfinished.push_back(CopyOf(task, fields));
                       }
                     });
   return unfinished;
@@ -165,17 +175,20 @@ std::vector<TaskRecord> TaskTable::List(const RunId& run_id) const {
   return tasks;
 }
 
-std::vector<std::optional<Json>> TaskTable::GetOutputs(const RunId& run_id,
-                                                       int step_index) const {
-  std::vector<std::optional<Json>> outputs;
-  runs_.ForEachTask(
-      run_id, step_index, step_index,
-      [&](const TaskRecord& task) { outputs.push_back(task.output); });
+std::vector<std::vector<std::optional<Json>>> TaskTable::GetOutputs(
+    std::span<const StepRef> steps) const {
+  std::vector<std::vector<std::optional<Json>>> outputs(steps.size());
+  for (size_t i = 0; i < steps.size(); ++i) {
+    std::vector<std::optional<Json>>& step_outputs = outputs[i];
+    runs_.ForEachTask(
+        steps[i].run_id, steps[i].step_index, steps[i].step_index,
+        [&](const TaskRecord& task) { step_outputs.push_back(task.output); });
+  }
   return outputs;
 }
 
-std::vector<TaskRecord> TaskTable::FindStalled(absl::Time now,
-                                               int limit) const {
+std::vector<TaskRecord> TaskTable::FindStalled(absl::Time now, int limit,
+                                               Fields fields) const {
   if (limit <= 0) return {};
   std::vector<TaskRecord> stalled;
   for (const auto& [key, row] : stalled_) {
@@ -183,21 +196,36 @@ std::vector<TaskRecord> TaskTable::FindStalled(absl::Time now,
         stalled.size() >= static_cast<size_t>(limit)) {
       break;
     }
-    stalled.push_back(row->task);
+    stalled.push_back(CopyOf(row->task, fields));
   }
   return stalled;
 }
 
+void TaskTable::DeleteTasksOfRun(std::span<const TaskRecord* const> tasks,
+                                 UndoLog& undo) {
+  // A run's tasks usually share a queue: look its index up once.
+  MessageIndex* messages = nullptr;
+  std::string_view queue_of_messages;  // the key in by_message_
+  for (const TaskRecord* task_of_run : tasks) {
+    const TaskRecord& task = *task_of_run;
+    auto by_key = by_key_.find(task.key);
+    TaskRow& row = *by_key->second;
+    by_key_.erase(by_key);
+    if (messages == nullptr || queue_of_messages != task.queue_name) {
+      auto queue_it = by_message_.find(task.queue_name);
+      messages = &queue_it->second;
+      queue_of_messages = queue_it->first;
+    }
+    messages->erase(task.message_id);
+    UnindexStall(row);
+    undo.AddDetached(undo::TaskDeleted{.row = &row});
+  }
+}
+
 void TaskTable::UndoInsert(const TaskKey& key) {
-  auto it = by_key_.find(key);
-  const TaskRow& row = *it->second;
-  by_message_.find(row.task.queue_name)->second.erase(row.task.message_id);
-  runs_.RemoveTask(row.task);
-  UnindexStall(row);
-  by_key_.erase(it);
-  // Rollback reverts newest first, so this is the newest row.
-  ABSL_ASSERT(rows_.IsNewest(row));
-  rows_.PopNewest();
+  TaskRow& row = *by_key_.find(key)->second;
+  Unindex(row);
+  rows_.Erase(row);
 }
 
 void TaskTable::UndoUpdate(const TaskKey& key, SavedTaskFields saved) {
@@ -207,14 +235,20 @@ void TaskTable::UndoUpdate(const TaskKey& key, SavedTaskFields saved) {
   IndexStall(row);
 }
 
-TaskRecord TaskTable::Copy(const TaskRecord& task, TaskFields fields) {
-  if (fields == TaskFields::kAll) return task;
+void TaskTable::UndoDelete(TaskRow& row) {
+  // The run kept its listing of the row.
+  const TaskRecord& task = row.task;
+  by_key_.try_emplace(task.key, &row);
+  by_message_[task.queue_name].try_emplace(task.message_id, &row);
+  IndexStall(row);
+}
+
+TaskRecord TaskTable::CopyOf(const TaskRecord& task, Fields fields) {
+  if (fields == Fields::kAll) return task;
   return TaskRecord{.key = task.key,
                     .flow_slug = task.flow_slug,
                     .status = task.status,
                     .attempts = task.attempts,
-                    .input = nullptr,
-                    .output = std::nullopt,
                     .error = task.error,
                     .queue_name = task.queue_name,
                     .message_id = task.message_id,
@@ -224,6 +258,14 @@ TaskRecord TaskTable::Copy(const TaskRecord& task, TaskFields fields) {
                     .stall_at = task.stall_at,
                     .requeued_count = task.requeued_count,
                     .worker_id = task.worker_id};
+}
+
+void TaskTable::Unindex(const TaskRow& row) {
+  const TaskRecord& task = row.task;
+  by_key_.erase(task.key);
+  by_message_.find(task.queue_name)->second.erase(task.message_id);
+  runs_.RemoveTask(task);
+  UnindexStall(row);
 }
 
 void TaskTable::IndexStall(TaskRow& row) {

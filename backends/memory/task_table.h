@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "row_arena.h"
+#include "rows.h"
 #include "run_table.h"
 #include "sluice/backend.h"
 #include "sluice/records.h"
@@ -41,50 +42,58 @@ class TaskTable {
   TaskTable(const TaskTable&) = delete;
   TaskTable& operator=(const TaskTable&) = delete;
 
-  // Stops at the first task whose run does not exist (kNotFound) or whose
-  // key or (queue_name, message_id) exists (kAlreadyExists); the caller
-  // rolls back those inserted before it.
-  absl::Status Insert(std::span<const TaskRecord> tasks, UndoLog& undo);
+  // Moves from `tasks`. Stops at the first task whose run does not exist
+  // (kNotFound) or whose key or (queue_name, message_id) exists
+  // (kAlreadyExists); the caller rolls back those inserted before it.
+  absl::Status Insert(std::span<TaskRecord> tasks, UndoLog& undo);
   std::vector<std::optional<TaskRecord>> Get(std::span<const TaskKey> keys,
-                                             TaskFields fields) const;
+                                             Fields fields) const;
   std::vector<std::optional<TaskRecord>> GetByMessage(
       std::string_view queue, std::span<const int64_t> message_ids,
-      TaskFields fields) const;
+      Fields fields) const;
   // Compare-and-set on (status, attempts), applied in order; a missing task
-  // does not apply.
-  std::vector<bool> Update(std::span<const TaskUpdate> updates, UndoLog& undo);
+  // does not apply. Moves the fields it writes from `updates`.
+  std::vector<bool> Update(std::span<TaskUpdate> updates, UndoLog& undo);
   // Queued and started tasks of a run (of one step if set), by step then
   // task index.
   std::vector<TaskRecord> GetUnfinished(const RunId& run_id,
                                         std::optional<int> step_index,
-                                        TaskFields fields) const;
+                                        Fields fields) const;
   std::vector<TaskRecord> List(const RunId& run_id) const;
-  // One entry per task of the step, by task index.
-  std::vector<std::optional<Json>> GetOutputs(const RunId& run_id,
-                                              int step_index) const;
+  // Per step, one entry per task of the step, by task index.
+  std::vector<std::vector<std::optional<Json>>> GetOutputs(
+      std::span<const StepRef> steps) const;
   // Started tasks with stall_at < now, earliest first, at most `limit`.
-  std::vector<TaskRecord> FindStalled(absl::Time now, int limit) const;
+  std::vector<TaskRecord> FindStalled(absl::Time now, int limit,
+                                      Fields fields) const;
+  // Deletes the tasks of a run that is being deleted (not their messages):
+  // detaches their rows (undo_log.h). They stay listed under their run,
+  // whose deletion (RunTable::DeleteRun) must follow. REQUIRES: `tasks` are
+  // all of one run's tasks.
+  void DeleteTasksOfRun(std::span<const TaskRecord* const> tasks,
+                        UndoLog& undo);
+  // Frees a row DeleteTasksOfRun detached (on commit).
+  void FreeDetached(TaskRow& row) { rows_.Erase(row); }
 
   // Reverts, newest change first.
   void UndoInsert(const TaskKey& key);
   void UndoUpdate(const TaskKey& key, SavedTaskFields saved);
+  void UndoDelete(TaskRow& row);
 
  private:
-  struct TaskRow {
-    TaskRecord task;
-    uint64_t run_sequence = 0;  // RunTable::SequenceOf(task's run)
-  };
+  using MessageIndex = absl::flat_hash_map<int64_t, TaskRow*>;
   using StallKey = std::tuple<absl::Time, uint64_t, int, int>;
 
-  static TaskRecord Copy(const TaskRecord& task, TaskFields fields);
+  static TaskRecord CopyOf(const TaskRecord& task, Fields fields);
+  // Removes a row from every index.
+  void Unindex(const TaskRow& row);
   void IndexStall(TaskRow& row);
   void UnindexStall(const TaskRow& row);
 
   RunTable& runs_;
   RowArena<TaskRow> rows_;
   absl::flat_hash_map<TaskKey, TaskRow*> by_key_;
-  absl::flat_hash_map<std::string, absl::flat_hash_map<int64_t, TaskRow*>>
-      by_message_;
+  absl::flat_hash_map<std::string, MessageIndex> by_message_;
   absl::btree_map<StallKey, TaskRow*> stalled_;
 };
 

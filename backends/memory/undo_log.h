@@ -5,15 +5,19 @@
 // RollBack (memory_store.h) reverts the entries newest first, so each revert
 // sees the store exactly as it was right after that change. Bulky old values
 // (a task's previous fields, a taken report) do not go into the entry: they
-// are moved, not copied, onto a side stack of their own type and popped in the
-// same newest-first order. That keeps every entry a few words long and the
-// common path free of allocations once the log's vectors have grown.
+// are moved, not copied, onto a side stack of their own type and popped in
+// the same newest-first order. That keeps every entry a few words long and
+// the common path free of allocations once the log's vectors have grown.
+//
+// Deleted rows are not saved at all: a deletion detaches them (see
+// undo::RunDeleted), and the entry points at the row.
 #ifndef SLUICE_BACKENDS_MEMORY_UNDO_LOG_H_
 #define SLUICE_BACKENDS_MEMORY_UNDO_LOG_H_
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -21,6 +25,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "rows.h"
 #include "sluice/ids.h"
 #include "sluice/json.h"
 #include "sluice/records.h"
@@ -29,11 +34,10 @@ namespace sluice::memory {
 
 class MessageQueue;
 
-// The fields UpdateRun writes, as they were before it.
+// The fields UpdateRuns writes, as they were before it.
 struct SavedRunFields {
   RunStatus status = RunStatus::kStarted;
   std::optional<Json> output;
-  int remaining_steps = 0;
   std::string error;
   std::optional<absl::Time> finished_at;
 };
@@ -42,7 +46,6 @@ struct SavedRunFields {
 struct SavedStepFields {
   StepStatus status = StepStatus::kCreated;
   std::optional<int> initial_tasks;
-  std::optional<int> remaining_tasks;
   std::optional<Json> output;
   std::string error;
   SkipReason skip_reason = SkipReason::kNone;
@@ -60,9 +63,7 @@ struct SavedTaskFields {
   std::optional<absl::Time> finished_at;
   std::optional<absl::Time> stall_at;
   int requeued_count = 0;
-  // Unset if the update kept it: a task usually completes on the worker that
-  // claimed it, and not copying the id saves an allocation.
-  std::optional<std::string> worker_id;
+  std::string worker_id;
 };
 
 // A worker row as it was before an upsert: `previous` is empty if the upsert
@@ -72,7 +73,11 @@ struct SavedWorker {
   std::optional<WorkerRecord> previous;
 };
 
-enum class StepCounter { kRemainingTasks, kRemainingDeps };
+// A live message deleted with its task's run.
+struct SavedMessage {
+  int64_t message_id = 0;
+  QueuedMessage message;
+};
 
 // One entry per kind of change. An entry whose comment names a saved type
 // has one value of that type on the side stack.
@@ -94,6 +99,15 @@ struct RunRemainingStepsAdded {
   RunId run_id;
   int old_value = 0;
 };
+// Deletions detach rows: every index forgets them, but they stay where they
+// are until the transaction ends. A rollback relinks them; committing frees
+// them (CommitChanges in memory_store.h).
+//
+// The run, still holding its step states and its task listing; its tasks were
+// detached just before it, each with an entry of its own.
+struct RunDeleted {
+  RunEntry* entry = nullptr;
+};
 struct StepStateInserted {
   RunId run_id;
   int step_index = 0;
@@ -102,17 +116,22 @@ struct StepStateUpdated {  // SavedStepFields
   RunId run_id;
   int step_index = 0;
 };
-struct StepCounterAdded {
+// The counters as they were; remaining_tasks may have been unset.
+struct StepCountersAdded {
   RunId run_id;
   int step_index = 0;
-  StepCounter counter = StepCounter::kRemainingTasks;
-  std::optional<int> old_value;  // remaining_tasks may have been unset
+  std::optional<int> remaining_tasks;
+  int remaining_deps = 0;
 };
 struct TaskInserted {
   TaskKey key;
 };
 struct TaskUpdated {  // SavedTaskFields
   TaskKey key;
+};
+// A detached task row (see RunDeleted).
+struct TaskDeleted {
+  TaskRow* row = nullptr;
 };
 // Messages from `first_id` up to the queue's next id were sent.
 struct MessagesSent {
@@ -130,6 +149,16 @@ struct MessageArchived {
   MessageQueue* queue = nullptr;
   int64_t message_id = 0;
 };
+// A live message lives in a hash map, not an arena, so it is saved.
+struct MessageDeleted {  // SavedMessage
+  MessageQueue* queue = nullptr;
+};
+// A detached archived message (see RunDeleted).
+struct ArchivedMessageDeleted {
+  MessageQueue* queue = nullptr;
+  int64_t message_id = 0;
+  ArchivedMessage* row = nullptr;
+};
 // Reports from `first_id` up to the outbox's next id were appended.
 struct ReportsAppended {
   int64_t first_id = 0;
@@ -137,14 +166,14 @@ struct ReportsAppended {
 struct ReportTaken {};  // OutboxReport
 }  // namespace undo
 
-using UndoEntry =
-    std::variant<undo::FlowInserted, undo::QueueCreated, undo::WorkerUpserted,
-                 undo::RunInserted, undo::RunUpdated,
-                 undo::RunRemainingStepsAdded, undo::StepStateInserted,
-                 undo::StepStateUpdated, undo::StepCounterAdded,
-                 undo::TaskInserted, undo::TaskUpdated, undo::MessagesSent,
-                 undo::MessageVisibilityChanged, undo::MessageArchived,
-                 undo::ReportsAppended, undo::ReportTaken>;
+using UndoEntry = std::variant<
+    undo::FlowInserted, undo::QueueCreated, undo::WorkerUpserted,
+    undo::RunInserted, undo::RunUpdated, undo::RunRemainingStepsAdded,
+    undo::RunDeleted, undo::StepStateInserted, undo::StepStateUpdated,
+    undo::StepCountersAdded, undo::TaskInserted, undo::TaskUpdated,
+    undo::TaskDeleted, undo::MessagesSent, undo::MessageVisibilityChanged,
+    undo::MessageArchived, undo::MessageDeleted, undo::ArchivedMessageDeleted,
+    undo::ReportsAppended, undo::ReportTaken>;
 
 // Not thread-safe: it belongs to the one open transaction.
 class UndoLog {
@@ -152,6 +181,12 @@ class UndoLog {
   template <typename Entry>
   void Add(Entry entry) {
     entries_.emplace_back(std::move(entry));
+  }
+  // Adds the entry of a row a deletion detached, which CommitChanges frees.
+  template <typename Entry>
+  void AddDetached(Entry entry) {
+    entries_.emplace_back(std::move(entry));
+    ++detached_rows_;
   }
   // Adds an entry together with the old value its revert needs.
   template <typename Entry, typename Saved>
@@ -161,6 +196,10 @@ class UndoLog {
   }
 
   bool empty() const { return entries_.empty(); }
+  // Every entry, oldest first.
+  std::span<const UndoEntry> entries() const { return entries_; }
+  // The number of AddDetached entries.
+  size_t detached_rows() const { return detached_rows_; }
   UndoEntry& newest() { return entries_.back(); }
   void PopNewest() { entries_.pop_back(); }
 
@@ -174,21 +213,23 @@ class UndoLog {
     return saved;
   }
 
-  // Forgets every change (on commit). Keeps the vectors' capacity, so the
-  // next transaction appends without allocating, unless a huge transaction
-  // grew them past what is worth keeping.
+  // Forgets every change, destroying the saved values (CommitChanges frees
+  // detached rows first). Keeps the vectors' capacity, so the next
+  // transaction appends without allocating, unless a huge transaction grew
+  // them past what is worth keeping.
   void Clear() {
+    detached_rows_ = 0;
     ClearKeepingSmallCapacity(entries_);
     std::apply([](auto&... stack) { (ClearKeepingSmallCapacity(stack), ...); },
                saved_);
   }
 
  private:
-  static constexpr size_t kMaxKeptCapacity = 1 << 16;
+  static constexpr size_t kMaxKeptBytes = size_t{4} << 20;
 
   template <typename T>
   static void ClearKeepingSmallCapacity(std::vector<T>& v) {
-    if (v.capacity() > kMaxKeptCapacity) {
+    if (v.capacity() * sizeof(T) > kMaxKeptBytes) {
       std::vector<T>().swap(v);
     } else {
       v.clear();
@@ -196,9 +237,10 @@ class UndoLog {
   }
 
   std::vector<UndoEntry> entries_;
+  size_t detached_rows_ = 0;
   std::tuple<std::vector<SavedRunFields>, std::vector<SavedStepFields>,
              std::vector<SavedTaskFields>, std::vector<SavedWorker>,
-             std::vector<OutboxReport>>
+             std::vector<OutboxReport>, std::vector<SavedMessage>>
       saved_;
 };
 

@@ -6,8 +6,11 @@
 // implied. Within a process, transactions queue on a mutex; across
 // processes, on SQLite's busy timeout. The backend creates its schema on
 // first open and records the schema version in `PRAGMA user_version`.
+// docs/decisions/0010-sqlite-backend.md explains the layout and the tuning.
 //
-// Thread-safety: safe for concurrent use; a Transaction belongs to one thread.
+// Thread-safety: safe for concurrent use; a Transaction belongs to the thread
+// that began it, and Begin() on a thread that holds one fails with
+// kFailedPrecondition.
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_
 #define SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_
 
@@ -27,6 +30,11 @@ struct SqliteOptions {
   // synchronous=FULL makes every commit durable against power loss; the
   // default (NORMAL) is durable against process crashes.
   bool synchronous_full = false;
+  // How many pages (4 KiB each) the WAL file collects before the commit
+  // that crosses the mark copies them into the database file (a
+  // checkpoint). Larger means fewer pauses and a larger -wal file; SQLite's
+  // own default is 1,000. 0 disables automatic checkpoints.
+  int checkpoint_pages = 10'000;
 };
 
 class SqliteBackend : public Backend {

@@ -4,7 +4,9 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <memory>
+#include <thread>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -18,6 +20,8 @@ namespace sluice {
 // so `mu` is the only thing keeping two threads off it: a transaction holds
 // `mu` from Begin() until it commits or is dropped. That also makes
 // in-process transactions queue here rather than in SQLite's busy handler.
+// `owner` names the thread holding `mu`, so a second Begin() on that thread
+// fails instead of waiting for itself forever.
 struct SqliteBackend::Connection {
   struct CloseDatabase {
     void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
@@ -32,6 +36,10 @@ struct SqliteBackend::Connection {
   // busy handler, which runs on the thread holding `mu`).
   const absl::Duration busy_timeout;
   absl::Mutex mu;
+  // The thread whose transaction holds `mu`; no thread while none does.
+  // Only that thread writes it (set after locking, cleared before
+  // unlocking), so a thread reading its own id here knows it holds `mu`.
+  std::atomic<std::thread::id> owner;
   sqlite_internal::StatementCache statements ABSL_GUARDED_BY(mu);
 };
 

@@ -26,11 +26,9 @@ absl::StatusOr<TaskKey> ReadTaskKey(const Statement& row, int first_column) {
                  static_cast<int>(row.Int(first_column + 2))};
 }
 
-}  // namespace
-
-void BindRunId(Statement& statement, int index, const RunId& run_id) {
+// The canonical 8-4-4-4-12 text of `run_id`, without allocating.
+std::string_view FormatRunId(const RunId& run_id, char (&text)[36]) {
   static constexpr char kHex[] = "0123456789abcdef";
-  char text[36];
   int position = 0;
   auto append_hex = [&](uint64_t word, int first_nibble, int nibbles) {
     for (int i = first_nibble; i < first_nibble + nibbles; ++i) {
@@ -47,20 +45,18 @@ void BindRunId(Statement& statement, int index, const RunId& run_id) {
   append_hex(run_id.low(), 0, 4);
   append_dash();
   append_hex(run_id.low(), 4, 12);
-  statement.BindText(index, std::string_view(text, sizeof(text)));
+  return std::string_view(text, sizeof(text));
+}
+
+}  // namespace
+
+void BindRunId(Statement& statement, int index, const RunId& run_id) {
+  char text[36];
+  statement.BindText(index, FormatRunId(run_id, text));
 }
 
 void BindJson(Statement& statement, int index, const Json& value) {
   statement.BindText(index, SerializeJson(value));
-}
-
-void BindIdList(Statement& statement, int index, std::span<const int64_t> ids) {
-  std::string list = "[";
-  for (int64_t id : ids) {
-    StrAppend(&list, list.size() > 1 ? "," : "", id);
-  }
-  list += ']';
-  statement.BindText(index, list);
 }
 
 void BindOptionalJson(Statement& statement, int index,
@@ -69,6 +65,23 @@ void BindOptionalJson(Statement& statement, int index,
     BindJson(statement, index, *value);
   } else {
     statement.BindNull(index);
+  }
+}
+
+void AddRunId(BoundRows& rows, const RunId& run_id) {
+  char text[36];
+  rows.AddText(FormatRunId(run_id, text));
+}
+
+void AddJson(BoundRows& rows, const Json& value) {
+  rows.AddText(SerializeJson(value));
+}
+
+void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value) {
+  if (value.has_value()) {
+    AddJson(rows, *value);
+  } else {
+    rows.AddNull();
   }
 }
 
@@ -109,58 +122,71 @@ QueueRecord ReadQueue(const Statement& row) {
                      row.Time(2)};
 }
 
-absl::StatusOr<RunRecord> ReadRun(const Statement& row) {
+absl::StatusOr<RunRecord> ReadRun(const Statement& row, Fields fields,
+                                  int first) {
+  int c = first;
   RunRecord run;
-  SLUICE_ASSIGN_OR_RETURN(run.run_id, ParseStoredRunId(row.Text(0)));
-  run.flow_slug = row.Text(1);
-  SLUICE_ASSIGN_OR_RETURN(run.status, ParseRunStatus(row.Text(2)));
-  SLUICE_ASSIGN_OR_RETURN(run.input, ParseStoredJson(row.Text(3), "run input"));
-  SLUICE_ASSIGN_OR_RETURN(run.output, ReadOptionalJson(row, 4, "run output"));
-  run.remaining_steps = static_cast<int>(row.Int(5));
-  run.error = row.Text(6);
-  run.started_at = row.Time(7);
-  run.finished_at = row.OptionalTime(8);
+  SLUICE_ASSIGN_OR_RETURN(run.run_id, ParseStoredRunId(row.Text(c++)));
+  run.flow_slug = row.Text(c++);
+  SLUICE_ASSIGN_OR_RETURN(run.status, ParseRunStatus(row.Text(c++)));
+  run.remaining_steps = static_cast<int>(row.Int(c++));
+  run.error = row.Text(c++);
+  run.started_at = row.Time(c++);
+  run.finished_at = row.OptionalTime(c++);
+  if (fields == Fields::kAll) {
+    SLUICE_ASSIGN_OR_RETURN(run.input,
+                            ParseStoredJson(row.Text(c++), "run input"));
+    SLUICE_ASSIGN_OR_RETURN(run.output,
+                            ReadOptionalJson(row, c++, "run output"));
+  }
   return run;
 }
 
-absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row) {
+absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row,
+                                              Fields fields, int first) {
+  int c = first;
   StepStateRecord state;
-  SLUICE_ASSIGN_OR_RETURN(state.run_id, ParseStoredRunId(row.Text(0)));
-  state.step_index = static_cast<int>(row.Int(1));
-  state.step_slug = row.Text(2);
-  SLUICE_ASSIGN_OR_RETURN(state.status, ParseStepStatus(row.Text(3)));
-  state.remaining_deps = static_cast<int>(row.Int(4));
-  state.initial_tasks = row.OptionalInt(5);
-  state.remaining_tasks = row.OptionalInt(6);
-  SLUICE_ASSIGN_OR_RETURN(state.output,
-                          ReadOptionalJson(row, 7, "step output"));
-  state.error = row.Text(8);
-  SLUICE_ASSIGN_OR_RETURN(state.skip_reason, ParseSkipReason(row.Text(9)));
-  state.started_at = row.OptionalTime(10);
-  state.finished_at = row.OptionalTime(11);
+  SLUICE_ASSIGN_OR_RETURN(state.run_id, ParseStoredRunId(row.Text(c++)));
+  state.step_index = static_cast<int>(row.Int(c++));
+  state.step_slug = row.Text(c++);
+  SLUICE_ASSIGN_OR_RETURN(state.status, ParseStepStatus(row.Text(c++)));
+  state.remaining_deps = static_cast<int>(row.Int(c++));
+  state.initial_tasks = row.OptionalInt(c++);
+  state.remaining_tasks = row.OptionalInt(c++);
+  state.error = row.Text(c++);
+  SLUICE_ASSIGN_OR_RETURN(state.skip_reason, ParseSkipReason(row.Text(c++)));
+  state.started_at = row.OptionalTime(c++);
+  state.finished_at = row.OptionalTime(c++);
+  if (fields == Fields::kAll) {
+    SLUICE_ASSIGN_OR_RETURN(state.output,
+                            ReadOptionalJson(row, c++, "step output"));
+  }
   return state;
 }
 
-absl::StatusOr<TaskRecord> ReadTask(const Statement& row, TaskFields fields) {
+absl::StatusOr<TaskRecord> ReadTask(const Statement& row, Fields fields,
+                                    int first) {
+  int c = first;
   TaskRecord task;
-  SLUICE_ASSIGN_OR_RETURN(task.key, ReadTaskKey(row, 0));
-  task.flow_slug = row.Text(3);
-  SLUICE_ASSIGN_OR_RETURN(task.status, ParseTaskStatus(row.Text(4)));
-  task.attempts = static_cast<int>(row.Int(5));
-  task.error = row.Text(6);
-  task.queue_name = row.Text(7);
-  task.message_id = row.Int(8);
-  task.queued_at = row.Time(9);
-  task.started_at = row.OptionalTime(10);
-  task.finished_at = row.OptionalTime(11);
-  task.stall_at = row.OptionalTime(12);
-  task.requeued_count = static_cast<int>(row.Int(13));
-  task.worker_id = row.Text(14);
-  if (fields == TaskFields::kAll) {
+  SLUICE_ASSIGN_OR_RETURN(task.key, ReadTaskKey(row, c));
+  c += 3;
+  task.flow_slug = row.Text(c++);
+  SLUICE_ASSIGN_OR_RETURN(task.status, ParseTaskStatus(row.Text(c++)));
+  task.attempts = static_cast<int>(row.Int(c++));
+  task.error = row.Text(c++);
+  task.queue_name = row.Text(c++);
+  task.message_id = row.Int(c++);
+  task.queued_at = row.Time(c++);
+  task.started_at = row.OptionalTime(c++);
+  task.finished_at = row.OptionalTime(c++);
+  task.stall_at = row.OptionalTime(c++);
+  task.requeued_count = static_cast<int>(row.Int(c++));
+  task.worker_id = row.Text(c++);
+  if (fields == Fields::kAll) {
     SLUICE_ASSIGN_OR_RETURN(task.input,
-                            ParseStoredJson(row.Text(15), "task input"));
+                            ParseStoredJson(row.Text(c++), "task input"));
     SLUICE_ASSIGN_OR_RETURN(task.output,
-                            ReadOptionalJson(row, 16, "task output"));
+                            ReadOptionalJson(row, c++, "task output"));
   }
   return task;
 }
@@ -175,14 +201,16 @@ absl::StatusOr<OutboxReport> ReadReport(const Statement& row) {
   return report;
 }
 
-absl::StatusOr<MessageRecord> ReadMessage(const Statement& row) {
+absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields) {
   MessageRecord message;
   message.message_id = row.Int(0);
   message.read_count = static_cast<int>(row.Int(1));
   message.enqueued_at = row.Time(2);
   message.visible_at = row.Time(3);
-  SLUICE_ASSIGN_OR_RETURN(message.body,
-                          ParseStoredJson(row.Text(4), "message body"));
+  if (fields == Fields::kAll) {
+    SLUICE_ASSIGN_OR_RETURN(message.body,
+                            ParseStoredJson(row.Text(4), "message body"));
+  }
   return message;
 }
 

@@ -1,12 +1,18 @@
 // How records become rows and rows become records.
 //
 // Each record type has a column list and a reader that expects exactly those
-// columns, in that order, at the start of a row:
+// columns, in that order, from `first` on (batch reads put the bound row's
+// key in column 0):
 //
-//   constexpr auto kGetRun = JoinSql("SELECT ", kRunColumns,
-//                                    " FROM runs WHERE run_id = ?1");
+//   constexpr auto kGetFlow = JoinSql("SELECT ", kFlowColumns,
+//                                     " FROM flows WHERE slug = ?1");
 //   ...
-//   SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(get));
+//   SLUICE_ASSIGN_OR_RETURN(FlowRecord flow, ReadFlow(get));
+//
+// Records with JSON payloads have two lists: k<Record>StateColumns without
+// the payloads and k<Record>Columns with them at the end, so a kNoPayloads
+// read never even fetches them. Their readers take the Fields the statement
+// was chosen for.
 //
 // Encoding: JSON is TEXT (absent is NULL, JSON null is the text 'null'),
 // times are INTEGER microseconds since the Unix epoch, run ids are their
@@ -17,7 +23,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <span>
 #include <string_view>
 
 #include "absl/status/statusor.h"
@@ -25,6 +30,7 @@
 #include "sluice/ids.h"
 #include "sluice/json.h"
 #include "sluice/records.h"
+#include "sqlite_bound_rows.h"
 #include "sqlite_statement.h"
 
 namespace sluice::sqlite_internal {
@@ -33,10 +39,13 @@ namespace sluice::sqlite_internal {
 // are bound several times per job).
 void BindRunId(Statement& statement, int index, const RunId& run_id);
 void BindJson(Statement& statement, int index, const Json& value);
-// Binds `ids` as a JSON array, for sql::kIdList.
-void BindIdList(Statement& statement, int index, std::span<const int64_t> ids);
 void BindOptionalJson(Statement& statement, int index,
                       const std::optional<Json>& value);
+
+// The same encodings as cells of bound rows.
+void AddRunId(BoundRows& rows, const RunId& run_id);
+void AddJson(BoundRows& rows, const Json& value);
+void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value);
 
 // Parses stored JSON. Stored data was validated on the way in, so there is no
 // size or depth limit; `what` names the value in the corruption error.
@@ -50,17 +59,24 @@ absl::StatusOr<FlowRecord> ReadFlow(const Statement& row);
 inline constexpr char kQueueColumns[] = "name, owner_flow, created_at";
 QueueRecord ReadQueue(const Statement& row);
 
-inline constexpr char kRunColumns[] =
-    "run_id, flow_slug, status, input, output, remaining_steps, error, "
-    "started_at, finished_at";
-absl::StatusOr<RunRecord> ReadRun(const Statement& row);
+inline constexpr char kRunStateColumns[] =
+    "run_id, flow_slug, status, remaining_steps, error, started_at, "
+    "finished_at";
+inline constexpr auto kRunColumns =
+    JoinSql(kRunStateColumns, ", input, output");
+// Reads kRunColumns, or only kRunStateColumns for kNoPayloads.
+absl::StatusOr<RunRecord> ReadRun(const Statement& row, Fields fields,
+                                  int first = 0);
 
-inline constexpr char kStepStateColumns[] =
+inline constexpr char kStepStateStateColumns[] =
     "run_id, step_index, step_slug, status, remaining_deps, initial_tasks, "
-    "remaining_tasks, output, error, skip_reason, started_at, finished_at";
-absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row);
+    "remaining_tasks, error, skip_reason, started_at, finished_at";
+inline constexpr auto kStepStateColumns =
+    JoinSql(kStepStateStateColumns, ", output");
+// Reads kStepStateColumns, or only kStepStateStateColumns for kNoPayloads.
+absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row,
+                                              Fields fields, int first = 0);
 
-// A task's state without its payloads; kTaskColumns adds input and output.
 inline constexpr char kTaskStateColumns[] =
     "run_id, step_index, task_index, flow_slug, status, attempts, error, "
     "queue_name, message_id, queued_at, started_at, finished_at, stall_at, "
@@ -68,15 +84,18 @@ inline constexpr char kTaskStateColumns[] =
 inline constexpr auto kTaskColumns =
     JoinSql(kTaskStateColumns, ", input, output");
 // Reads kTaskColumns, or only kTaskStateColumns for kNoPayloads.
-absl::StatusOr<TaskRecord> ReadTask(const Statement& row, TaskFields fields);
+absl::StatusOr<TaskRecord> ReadTask(const Statement& row, Fields fields,
+                                    int first = 0);
 
 inline constexpr char kReportColumns[] =
     "report_id, run_id, step_index, task_index, flow_slug, kind, created_at";
 absl::StatusOr<OutboxReport> ReadReport(const Statement& row);
 
-inline constexpr char kMessageColumns[] =
-    "message_id, read_count, enqueued_at, visible_at, body";
-absl::StatusOr<MessageRecord> ReadMessage(const Statement& row);
+inline constexpr char kMessageStateColumns[] =
+    "message_id, read_count, enqueued_at, visible_at";
+inline constexpr auto kMessageColumns = JoinSql(kMessageStateColumns, ", body");
+// Reads kMessageColumns, or only kMessageStateColumns for kNoPayloads.
+absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields);
 
 inline constexpr char kWorkerColumns[] =
     "worker_id, queue_name, flow_slug, started_at, last_heartbeat_at, "

@@ -11,13 +11,17 @@
 namespace sluice::sqlite_internal {
 namespace {
 
-// Schema version 1.
+// Schema version 1. (No file with an earlier layout was ever deployed, so
+// version 1 changed in place when the interface grew batch reads, retention
+// and Fields; see docs/decisions/0010-sqlite-backend.md.)
 //
 // Encoding: JSON as TEXT (NULL = absent, 'null' = JSON null); times as
 // INTEGER microseconds since the Unix epoch; run ids as canonical UUID text;
 // enums as their ToString() names. Tables keyed by their natural key are
 // WITHOUT ROWID, so a key lookup is one b-tree search and there is no second
-// rowid b-tree to maintain.
+// rowid b-tree to maintain. JSON payloads are the last columns of their
+// rows: a kNoPayloads read stops before them, and a large payload spilling
+// onto overflow pages never has to be read for the columns after it.
 //
 // Hot statements and the index that serves each:
 //   read a queue            messages PK (queue_name, message_id), filtered on
@@ -30,20 +34,36 @@ namespace {
 //   stalled tasks           tasks_stalled (partial: started), by stall_at
 //   stale reports           outbox_by_created
 //   runs of a flow / all    runs_by_flow / runs_by_start, newest first
-//   a run by id             runs UNIQUE (run_id)
-//   a run's steps / tasks   their PK (run_seq, ...), after run_id -> seq
+//   finished runs           runs_finished (partial: finished_at set)
+//   a run by id             runs UNIQUE (run_id), once per transaction: the
+//                           transaction remembers each run's seq
+//   a run by seq            runs' rowid
+//   a run's steps / tasks   their PK (run_seq, ...)
+//   deleting a run          its tasks by PK; their messages (live and
+//                           archived) by (queue_name, message_id); its
+//                           reports by a scan of the outbox (see below)
 //
-// Run ids are random UUIDs: keying step_states and tasks by them would put
-// every new row on a random b-tree page, and a batch of 100 runs would dirty
-// (and write to the WAL) hundreds of pages. So runs get an insertion-ordered
-// `seq` (explicit INTEGER PRIMARY KEY, which VACUUM can't renumber), and
-// step_states and tasks are keyed by (run_seq, ...): a run's rows sit
-// together at the growing end of each b-tree. Only runs' run_id index takes
-// random inserts (that alone took a batch benchmark from about 4,000 to
-// 7,000-9,000 one-step jobs/s). They keep run_id too, so reads need no join. A
-// step state or task therefore needs its run to exist. `seq` also breaks
-// started_at ties in ListRuns by insertion order. outbox ids come from
+// Run ids used to be random UUIDs, and keying step_states and tasks by them
+// would put every new row on a random b-tree page. So runs get an
+// insertion-ordered `seq` (explicit INTEGER PRIMARY KEY, which VACUUM can't
+// renumber), and step_states and tasks are keyed by (run_seq, ...): a run's
+// rows sit together at the growing end of each b-tree, and a seq is an
+// integer compare where a run id is a 36-byte one. Only runs' run_id index
+// is searched by id. Rows keep run_id too, so reads need no join. A step
+// state or task therefore needs its run to exist. `seq` also breaks
+// started_at and finished_at ties by insertion order. outbox ids come from
 // AUTOINCREMENT so a taken report's id is never handed out again.
+//
+// Partial indexes test cheap conditions: runs_finished holds the runs whose
+// finished_at is set (only ended runs have one) rather than testing status
+// IN (three names), which SQLite evaluates for the old and the new row of
+// every UPDATE of runs; that alone cost more than the index insert
+// (measured: about 1.5 us per run).
+//
+// The outbox has no index on run_id: it holds only reports not yet applied
+// (a handful, normally), and such an index would cost every report an
+// insert and a delete (about 1 us per job, measured) to serve DeleteRuns,
+// which scans the outbox instead and almost never finds anything there.
 constexpr char kSchemaV1[] = R"sql(
 CREATE TABLE flows (
   slug        TEXT PRIMARY KEY,
@@ -75,8 +95,8 @@ CREATE TABLE archived_messages (
   read_count   INTEGER NOT NULL,
   enqueued_at  INTEGER NOT NULL,
   visible_at   INTEGER NOT NULL,
-  body         TEXT NOT NULL,
   archived_at  INTEGER NOT NULL,
+  body         TEXT NOT NULL,
   PRIMARY KEY (queue_name, message_id)
 ) WITHOUT ROWID;
 
@@ -85,15 +105,17 @@ CREATE TABLE runs (
   run_id           TEXT NOT NULL UNIQUE,
   flow_slug        TEXT NOT NULL,
   status           TEXT NOT NULL,
-  input            TEXT NOT NULL,
-  output           TEXT,
   remaining_steps  INTEGER NOT NULL,
   error            TEXT NOT NULL,
   started_at       INTEGER NOT NULL,
-  finished_at      INTEGER
+  finished_at      INTEGER,
+  input            TEXT NOT NULL,
+  output           TEXT
 );
 CREATE INDEX runs_by_flow ON runs (flow_slug, started_at);
 CREATE INDEX runs_by_start ON runs (started_at);
+CREATE INDEX runs_finished ON runs (finished_at)
+  WHERE finished_at IS NOT NULL;
 
 CREATE TABLE step_states (
   run_seq          INTEGER NOT NULL,  -- runs.seq of run_id
@@ -104,11 +126,11 @@ CREATE TABLE step_states (
   remaining_deps   INTEGER NOT NULL,
   initial_tasks    INTEGER,
   remaining_tasks  INTEGER,
-  output           TEXT,
   error            TEXT NOT NULL,
   skip_reason      TEXT NOT NULL,     -- '' for none
   started_at       INTEGER,
   finished_at      INTEGER,
+  output           TEXT,
   PRIMARY KEY (run_seq, step_index)
 ) WITHOUT ROWID;
 

@@ -1,5 +1,5 @@
 // Every SQL statement the SQLite backend runs on its hot paths, in one place
-// so tests can check each one's query plan (sqlite_backend_test.cc).
+// so tests can check each one's query plan (sqlite_backend_plans_test.cc).
 // Parameters are numbered (?1...) and always bound, never formatted in.
 //
 // Statements served by a secondary index name it with INDEXED BY: hot
@@ -8,6 +8,11 @@
 // INDEXED BY turns a lost index into a prepare error instead of a silent
 // full scan. Key lookups need no hint: an equality on a whole primary or
 // unique key always wins.
+//
+// Batch statements read their batch from `sluice_rows(?n) AS j`
+// (sqlite_bound_rows.h): j.key is a row's position in the batch, j.c0... its
+// cells. CROSS JOIN keeps the batch as the outer loop, so each of its rows
+// is one index search of the table after it.
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_SQL_H_
 #define SLUICE_BACKENDS_SQLITE_SQLITE_SQL_H_
 
@@ -19,20 +24,17 @@
 
 namespace sluice::sqlite_internal::sql {
 
-// Step states and tasks are keyed by their run's `seq`, not its random
-// UUID, so each run's rows land together at the end of those b-trees instead
-// of dirtying a random page per row. Statements take the run id as ?1 and
-// resolve it with this subquery (one search of runs' run_id index).
-inline constexpr char kRunSeq[] = "(SELECT seq FROM runs WHERE run_id = ?1)";
-inline constexpr std::string_view kGetRunSeq =
-    "SELECT seq FROM runs WHERE run_id = ?1";
+// A read in two shapes: with the JSON payloads (kAll) or without.
+struct ByFields {
+  std::string_view all;
+  std::string_view no_payloads;
 
-// The ids in a JSON array bound as ?1 (or ?2), for batch statements. IN
-// makes a set of them, so a repeated id counts once.
-inline constexpr char kIdList[] = "(SELECT value FROM json_each(?1))";
-inline constexpr char kIdList2[] = "(SELECT value FROM json_each(?2))";
+  std::string_view For(Fields fields) const {
+    return fields == Fields::kAll ? all : no_payloads;
+  }
+};
 
-// --- Flows, queues, runs, step states, workers ---
+// --- Flows, queues, workers ---
 
 inline constexpr auto kGetFlow =
     JoinSql("SELECT ", kFlowColumns, " FROM flows WHERE slug = ?1");
@@ -47,63 +49,6 @@ inline constexpr std::string_view kInsertQueue =
     "INSERT INTO queues (name, owner_flow, created_at, last_message_id) "
     "VALUES (?1, ?2, ?3, 0)";
 
-inline constexpr auto kInsertRun =
-    JoinSql("INSERT INTO runs (", kRunColumns,
-            ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)");
-inline constexpr auto kGetRun =
-    JoinSql("SELECT ", kRunColumns, " FROM runs WHERE run_id = ?1");
-inline constexpr std::string_view kUpdateRun =
-    "UPDATE runs SET status = ?2, output = ?3, remaining_steps = ?4, "
-    "error = ?5, finished_at = ?6 WHERE run_id = ?1";
-// Counters are added to, then read back, in two statements: SQLite runs
-// RETURNING like a trigger, which costs every such UPDATE a statement
-// journal (about 30% more than the pair, measured).
-inline constexpr std::string_view kAddRunRemainingSteps =
-    "UPDATE runs SET remaining_steps = remaining_steps + ?2 "
-    "WHERE run_id = ?1";
-inline constexpr std::string_view kGetRunRemainingSteps =
-    "SELECT remaining_steps FROM runs WHERE run_id = ?1";
-// `seq` breaks started_at ties: the later insert is the newer run.
-inline constexpr auto kListRunsOfFlow =
-    JoinSql("SELECT ", kRunColumns,
-            " FROM runs INDEXED BY runs_by_flow WHERE flow_slug = ?1 "
-            "ORDER BY started_at DESC, seq DESC LIMIT ?2");
-inline constexpr auto kListAllRuns =
-    JoinSql("SELECT ", kRunColumns,
-            " FROM runs INDEXED BY runs_by_start "
-            "ORDER BY started_at DESC, seq DESC LIMIT ?1");
-
-// ?13 is the run's seq, which the caller looked up (and so knows the run
-// exists).
-inline constexpr auto kInsertStepState = JoinSql(
-    "INSERT INTO step_states (", kStepStateColumns,
-    ", run_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-    "?13)");
-inline constexpr auto kGetStepStates = JoinSql(
-    "SELECT ", kStepStateColumns, " FROM step_states WHERE run_seq = ", kRunSeq,
-    " ORDER BY step_index");
-inline constexpr auto kUpdateStepState = JoinSql(
-    "UPDATE step_states SET status = ?3, initial_tasks = ?4, "
-    "remaining_tasks = ?5, output = ?6, error = ?7, skip_reason = ?8, "
-    "started_at = ?9, finished_at = ?10 WHERE run_seq = ",
-    kRunSeq, " AND step_index = ?2");
-// A map step's task count is unknown (NULL) until it starts; adding to it
-// before then counts from zero.
-inline constexpr auto kAddStepRemainingTasks = JoinSql(
-    "UPDATE step_states SET remaining_tasks = coalesce(remaining_tasks, 0) + "
-    "?3 WHERE run_seq = ",
-    kRunSeq, " AND step_index = ?2");
-inline constexpr auto kGetStepRemainingTasks =
-    JoinSql("SELECT remaining_tasks FROM step_states WHERE run_seq = ", kRunSeq,
-            " AND step_index = ?2");
-inline constexpr auto kAddStepRemainingDeps = JoinSql(
-    "UPDATE step_states SET remaining_deps = remaining_deps + ?3 "
-    "WHERE run_seq = ",
-    kRunSeq, " AND step_index = ?2");
-inline constexpr auto kGetStepRemainingDeps =
-    JoinSql("SELECT remaining_deps FROM step_states WHERE run_seq = ", kRunSeq,
-            " AND step_index = ?2");
-
 inline constexpr auto kUpsertWorker = JoinSql(
     "INSERT INTO workers (", kWorkerColumns,
     ") VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (worker_id) DO UPDATE SET "
@@ -114,95 +59,232 @@ inline constexpr auto kUpsertWorker = JoinSql(
 inline constexpr auto kListWorkers =
     JoinSql("SELECT ", kWorkerColumns, " FROM workers ORDER BY worker_id");
 
-// --- Tasks and the outbox ---
+// --- Runs ---
 
-// Every task read comes in two shapes: all columns (kAll) or state only.
-struct TaskQuery {
-  std::string_view all;
-  std::string_view state_only;
+// Rows: (run id). The seq of each run that exists.
+inline constexpr std::string_view kFindRunSeqs =
+    "SELECT j.key, r.seq FROM sluice_rows(?1) AS j "
+    "CROSS JOIN runs AS r ON r.run_id = j.c0";
+// New runs get seqs above this (NULL for none yet), assigned by the backend
+// so it knows them. A bare max() of the rowid reads the b-tree's last entry;
+// NOT INDEXED keeps it so (after ANALYZE over a near-empty table SQLite
+// chose to scan a whole index instead), and so does leaving out coalesce(),
+// which hides the max() from that optimization.
+inline constexpr std::string_view kMaxRunSeq =
+    "SELECT max(seq) FROM runs NOT INDEXED";
+// Rows: (seq, then kRunColumns).
+inline constexpr auto kInsertRuns =
+    JoinSql("INSERT INTO runs (seq, ", kRunColumns.text,
+            ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 "
+            "FROM sluice_rows(?1)");
+// Rows: (run id).
+inline constexpr char kRunsById[] =
+    " FROM sluice_rows(?1) AS j CROSS JOIN runs AS r ON r.run_id = j.c0";
+inline constexpr auto kGetRunsAll =
+    JoinSql("SELECT j.key, r.seq, ", kRunColumns.text, kRunsById);
+inline constexpr auto kGetRunsNoPayloads =
+    JoinSql("SELECT j.key, r.seq, ", kRunStateColumns, kRunsById);
+inline constexpr ByFields kGetRuns{kGetRunsAll.view(),
+                                   kGetRunsNoPayloads.view()};
+// Batch updates take each row's new values from the batch, sorted by key
+// (BoundRows::SortByKey), in a correlated subquery that is a binary search
+// of it, while the IN list of keys drives the update: one search of the
+// table per batch row, whatever ANALYZE's statistics say. (UPDATE ... FROM
+// the batch lets the planner put the table in the outer loop, which it did
+// after ANALYZE over a near-empty table, and it copies the joined rows into
+// a temporary table first.)
+//
+// Rows: (seq, status, error, finished_at, output), one per run, sorted.
+inline constexpr std::string_view kUpdateRuns =
+    "UPDATE runs SET (status, error, finished_at, output) = "
+    "(SELECT c1, c2, c3, c4 FROM sluice_rows(?1) WHERE c0 = runs.seq) "
+    "WHERE seq IN (SELECT c0 FROM sluice_rows(?1))";
+// Counters are added to, then read back, in two statements: SQLite runs
+// RETURNING like a trigger, which costs more than the pair. Rows: (seq,
+// delta), one per run, sorted.
+inline constexpr std::string_view kAddRunRemainingSteps =
+    "UPDATE runs SET remaining_steps = remaining_steps + "
+    "(SELECT c1 FROM sluice_rows(?1) WHERE c0 = runs.seq) "
+    "WHERE seq IN (SELECT c0 FROM sluice_rows(?1))";
+inline constexpr std::string_view kGetRunRemainingSteps =
+    "SELECT j.key, r.remaining_steps FROM sluice_rows(?1) AS j "
+    "CROSS JOIN runs AS r ON r.seq = j.c0";
+// `seq` breaks started_at ties: the later insert is the newer run.
+inline constexpr auto kListRunsOfFlow =
+    JoinSql("SELECT ", kRunColumns.text,
+            " FROM runs INDEXED BY runs_by_flow WHERE flow_slug = ?1 "
+            "ORDER BY started_at DESC, seq DESC LIMIT ?2");
+inline constexpr auto kListAllRuns =
+    JoinSql("SELECT ", kRunColumns.text,
+            " FROM runs INDEXED BY runs_by_start "
+            "ORDER BY started_at DESC, seq DESC LIMIT ?1");
+// `finished_at IS NOT NULL` repeats runs_finished's WHERE clause, which is
+// what lets SQLite use that partial index; the index holds (finished_at,
+// seq), so this order is its own. Only ended runs have a finished_at; the
+// status test keeps that an assumption about speed, not about results.
+inline constexpr auto kFindFinishedRuns =
+    JoinSql("SELECT ", kRunStateColumns,
+            " FROM runs INDEXED BY runs_finished "
+            "WHERE finished_at IS NOT NULL AND finished_at < ?1 "
+            "AND status IN ('completed', 'failed', 'cancelled') "
+            "ORDER BY finished_at, seq LIMIT ?2");
 
-  std::string_view For(TaskFields fields) const {
-    return fields == TaskFields::kAll ? all : state_only;
-  }
-};
+// Deleting runs. Rows: (seq, run id). Messages go first, found through the
+// tasks that are deleted next.
+inline constexpr char kTasksOfRuns[] =
+    "(SELECT t.queue_name, t.message_id FROM sluice_rows(?1) AS j "
+    "CROSS JOIN tasks AS t ON t.run_seq = j.c0)";
+inline constexpr auto kDeleteRunMessages = JoinSql(
+    "DELETE FROM messages WHERE (queue_name, message_id) IN ", kTasksOfRuns);
+inline constexpr auto kDeleteRunArchivedMessages =
+    JoinSql("DELETE FROM archived_messages WHERE (queue_name, message_id) IN ",
+            kTasksOfRuns);
+// The one scan: the outbox holds only unapplied reports, and an index on
+// run_id would cost every report more than this costs (sqlite_schema.cc).
+inline constexpr std::string_view kDeleteRunReports =
+    "DELETE FROM outbox WHERE run_id IN (SELECT c1 FROM sluice_rows(?1))";
+inline constexpr std::string_view kDeleteRunTasks =
+    "DELETE FROM tasks WHERE run_seq IN (SELECT c0 FROM sluice_rows(?1))";
+inline constexpr std::string_view kDeleteRunStepStates =
+    "DELETE FROM step_states WHERE run_seq IN (SELECT c0 FROM "
+    "sluice_rows(?1))";
+inline constexpr std::string_view kDeleteRuns =
+    "DELETE FROM runs WHERE seq IN (SELECT c0 FROM sluice_rows(?1))";
 
-// ?18 is the run's seq, which the caller looked up.
-inline constexpr auto kInsertTask = JoinSql(
-    "INSERT INTO tasks (", kTaskColumns.text,
-    ", run_seq) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, "
-    "?13, ?14, ?15, ?16, ?17, ?18)");
+// --- Step states ---
 
-inline constexpr auto kByKey =
-    JoinSql(" FROM tasks WHERE run_seq = ", kRunSeq,
-            " AND step_index = ?2 AND task_index = ?3");
-inline constexpr auto kGetTaskAll =
-    JoinSql("SELECT ", kTaskColumns.text, kByKey.text);
-inline constexpr auto kGetTaskState =
-    JoinSql("SELECT ", kTaskStateColumns, kByKey.text);
-inline constexpr TaskQuery kGetTask{kGetTaskAll.view(), kGetTaskState.view()};
+// Rows: (run seq, then kStepStateColumns).
+inline constexpr auto kInsertStepStates =
+    JoinSql("INSERT INTO step_states (run_seq, ", kStepStateColumns.text,
+            ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12 "
+            "FROM sluice_rows(?1)");
+// Rows: (run seq). A run's states come in primary key (step) order.
+inline constexpr char kStepStatesOfRuns[] =
+    " FROM sluice_rows(?1) AS j CROSS JOIN step_states AS s "
+    "ON s.run_seq = j.c0";
+inline constexpr auto kGetStepStatesAll =
+    JoinSql("SELECT j.key, ", kStepStateColumns.text, kStepStatesOfRuns);
+inline constexpr auto kGetStepStatesNoPayloads =
+    JoinSql("SELECT j.key, ", kStepStateStateColumns, kStepStatesOfRuns);
+inline constexpr ByFields kGetStepStates{kGetStepStatesAll.view(),
+                                         kGetStepStatesNoPayloads.view()};
+// One row per execution: rewriting a wide row costs the same either way,
+// and the UPDATE ... FROM a batch adds a fixed cost of its own.
+inline constexpr std::string_view kUpdateStepState =
+    "UPDATE step_states SET status = ?3, initial_tasks = ?4, error = ?5, "
+    "skip_reason = ?6, started_at = ?7, finished_at = ?8, output = ?9 "
+    "WHERE run_seq = ?1 AND step_index = ?2";
+// Rows: (run seq, step index, remaining_tasks delta, remaining_deps delta),
+// one per step, sorted. A map step's task count is unknown (NULL) until it
+// starts; any delta counts it from zero and sets it (backend.h).
+inline constexpr std::string_view kAddStepCounters =
+    "UPDATE step_states SET (remaining_tasks, remaining_deps) = "
+    "(SELECT coalesce(step_states.remaining_tasks, 0) + c2, "
+    "step_states.remaining_deps + c3 FROM sluice_rows(?1) "
+    "WHERE c0 = step_states.run_seq AND c1 = step_states.step_index) "
+    "WHERE (run_seq, step_index) IN (SELECT c0, c1 FROM sluice_rows(?1))";
+inline constexpr std::string_view kGetStepCounters =
+    "SELECT j.key, s.remaining_tasks, s.remaining_deps "
+    "FROM sluice_rows(?1) AS j CROSS JOIN step_states AS s "
+    "ON s.run_seq = j.c0 AND s.step_index = j.c1";
 
-inline constexpr char kByMessage[] =
-    " FROM tasks WHERE queue_name = ?1 AND message_id = ?2";
-inline constexpr auto kGetTaskByMessageAll =
-    JoinSql("SELECT ", kTaskColumns.text, kByMessage);
-inline constexpr auto kGetTaskByMessageState =
-    JoinSql("SELECT ", kTaskStateColumns, kByMessage);
-inline constexpr TaskQuery kGetTaskByMessage{kGetTaskByMessageAll.view(),
-                                             kGetTaskByMessageState.view()};
+// --- Tasks ---
 
-// The status condition repeats tasks_unfinished's WHERE clause word for word,
-// which is what lets SQLite use that partial index.
-inline constexpr auto kUnfinishedOfRunWhere =
-    JoinSql(" FROM tasks INDEXED BY tasks_unfinished WHERE run_seq = ", kRunSeq,
-            " AND status IN ('queued', 'started') "
-            "ORDER BY step_index, task_index");
+// Rows: (run seq, then kTaskColumns).
+inline constexpr auto kInsertTasks = JoinSql(
+    "INSERT INTO tasks (run_seq, ", kTaskColumns.text,
+    ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, "
+    "c14, c15, c16, c17 FROM sluice_rows(?1)");
+
+// Rows: (run seq, step index, task index).
+inline constexpr char kTasksByKey[] =
+    " FROM sluice_rows(?1) AS j CROSS JOIN tasks AS t ON t.run_seq = j.c0 "
+    "AND t.step_index = j.c1 AND t.task_index = j.c2";
+inline constexpr auto kGetTasksAll =
+    JoinSql("SELECT j.key, ", kTaskColumns.text, kTasksByKey);
+inline constexpr auto kGetTasksNoPayloads =
+    JoinSql("SELECT j.key, ", kTaskStateColumns, kTasksByKey);
+inline constexpr ByFields kGetTasks{kGetTasksAll.view(),
+                                    kGetTasksNoPayloads.view()};
+
+// ?1 is the queue; rows: (message id).
+inline constexpr char kTasksByMessage[] =
+    " FROM sluice_rows(?2) AS j CROSS JOIN tasks AS t "
+    "ON t.queue_name = ?1 AND t.message_id = j.c0";
+inline constexpr auto kGetTasksByMessageAll =
+    JoinSql("SELECT j.key, ", kTaskColumns.text, kTasksByMessage);
+inline constexpr auto kGetTasksByMessageNoPayloads =
+    JoinSql("SELECT j.key, ", kTaskStateColumns, kTasksByMessage);
+inline constexpr ByFields kGetTasksByMessage{
+    kGetTasksByMessageAll.view(), kGetTasksByMessageNoPayloads.view()};
+
+// One row per execution: updates of one call apply in order, and a later
+// one may expect what an earlier one wrote (compare-and-set).
+inline constexpr std::string_view kUpdateTask =
+    "UPDATE tasks SET status = ?4, attempts = ?5, error = ?6, "
+    "started_at = ?7, finished_at = ?8, stall_at = ?9, requeued_count = ?10, "
+    "worker_id = ?11, output = ?12 WHERE run_seq = ?1 AND step_index = ?2 "
+    "AND task_index = ?3 AND status = ?13 AND attempts = ?14";
+
+// ?1 is the run's seq. The status condition repeats tasks_unfinished's
+// WHERE clause word for word, which is what lets SQLite use that partial
+// index.
+inline constexpr char kUnfinishedOfRunWhere[] =
+    " FROM tasks INDEXED BY tasks_unfinished WHERE run_seq = ?1 "
+    "AND status IN ('queued', 'started') ORDER BY step_index, task_index";
 inline constexpr auto kUnfinishedOfRunAll =
-    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfRunWhere.text);
-inline constexpr auto kUnfinishedOfRunState =
-    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfRunWhere.text);
-inline constexpr TaskQuery kUnfinishedOfRun{kUnfinishedOfRunAll.view(),
-                                            kUnfinishedOfRunState.view()};
+    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfRunWhere);
+inline constexpr auto kUnfinishedOfRunNoPayloads =
+    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfRunWhere);
+inline constexpr ByFields kUnfinishedOfRun{kUnfinishedOfRunAll.view(),
+                                           kUnfinishedOfRunNoPayloads.view()};
 
-inline constexpr auto kUnfinishedOfStepWhere =
-    JoinSql(" FROM tasks INDEXED BY tasks_unfinished WHERE run_seq = ", kRunSeq,
-            " AND step_index = ?2 AND status IN ('queued', 'started') "
-            "ORDER BY task_index");
+inline constexpr char kUnfinishedOfStepWhere[] =
+    " FROM tasks INDEXED BY tasks_unfinished WHERE run_seq = ?1 "
+    "AND step_index = ?2 AND status IN ('queued', 'started') "
+    "ORDER BY task_index";
 inline constexpr auto kUnfinishedOfStepAll =
-    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfStepWhere.text);
-inline constexpr auto kUnfinishedOfStepState =
-    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfStepWhere.text);
-inline constexpr TaskQuery kUnfinishedOfStep{kUnfinishedOfStepAll.view(),
-                                             kUnfinishedOfStepState.view()};
+    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfStepWhere);
+inline constexpr auto kUnfinishedOfStepNoPayloads =
+    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfStepWhere);
+inline constexpr ByFields kUnfinishedOfStep{kUnfinishedOfStepAll.view(),
+                                            kUnfinishedOfStepNoPayloads.view()};
 
-inline constexpr auto kListTasks = JoinSql(
-    "SELECT ", kTaskColumns.text, " FROM tasks WHERE run_seq = ", kRunSeq,
-    " ORDER BY step_index, task_index");
-inline constexpr auto kGetTaskOutputs =
-    JoinSql("SELECT output FROM tasks WHERE run_seq = ", kRunSeq,
-            " AND step_index = ?2 ORDER BY task_index");
+// ?1 is the run's seq.
+inline constexpr auto kListTasks =
+    JoinSql("SELECT ", kTaskColumns.text,
+            " FROM tasks WHERE run_seq = ?1 ORDER BY step_index, task_index");
+// Rows: (run seq, step index). A step's tasks come in primary key (task)
+// order.
+inline constexpr std::string_view kGetTaskOutputs =
+    "SELECT j.key, t.task_index, t.output FROM sluice_rows(?1) AS j "
+    "CROSS JOIN tasks AS t ON t.run_seq = j.c0 AND t.step_index = j.c1";
 // tasks_stalled holds (stall_at, then the primary key), so this order is the
 // index's own.
-inline constexpr auto kFindStalledTasks =
-    JoinSql("SELECT ", kTaskColumns.text,
-            " FROM tasks INDEXED BY tasks_stalled "
-            "WHERE status = 'started' AND stall_at < ?1 "
-            "ORDER BY stall_at, run_seq, step_index, task_index LIMIT ?2");
+inline constexpr char kStalledWhere[] =
+    " FROM tasks INDEXED BY tasks_stalled "
+    "WHERE status = 'started' AND stall_at < ?1 "
+    "ORDER BY stall_at, run_seq, step_index, task_index LIMIT ?2";
+inline constexpr auto kFindStalledTasksAll =
+    JoinSql("SELECT ", kTaskColumns.text, kStalledWhere);
+inline constexpr auto kFindStalledTasksNoPayloads =
+    JoinSql("SELECT ", kTaskStateColumns, kStalledWhere);
+inline constexpr ByFields kFindStalledTasks{kFindStalledTasksAll.view(),
+                                            kFindStalledTasksNoPayloads.view()};
 
-inline constexpr auto kUpdateTask = JoinSql(
-    "UPDATE tasks SET status = ?4, attempts = ?5, output = ?6, error = ?7, "
-    "started_at = ?8, finished_at = ?9, stall_at = ?10, requeued_count = ?11, "
-    "worker_id = ?12 WHERE run_seq = ",
-    kRunSeq,
-    " AND step_index = ?2 AND task_index = ?3 AND status = ?13 "
-    "AND attempts = ?14");
+// --- The outbox ---
 
-inline constexpr std::string_view kAppendReport =
+// Rows: (run id, step index, task index, flow, kind, created_at). Inserted
+// in batch order, so AUTOINCREMENT hands out consecutive ids in that order.
+inline constexpr std::string_view kAppendReports =
     "INSERT INTO outbox (run_id, step_index, task_index, flow_slug, kind, "
-    "created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)";
-// ?1 is a JSON array of ids (BindIdList): one statement takes a whole batch.
-inline constexpr auto kTakeReports =
-    JoinSql("DELETE FROM outbox WHERE report_id IN ", kIdList, " RETURNING ",
-            kReportColumns);
+    "created_at) SELECT c0, c1, c2, c3, c4, c5 FROM sluice_rows(?1) "
+    "ORDER BY key";
+// Rows: (report id).
+inline constexpr auto kTakeReports = JoinSql(
+    "DELETE FROM outbox WHERE report_id IN (SELECT c0 FROM "
+    "sluice_rows(?1)) RETURNING ",
+    kReportColumns);
 inline constexpr auto kTakeStaleReports = JoinSql(
     "DELETE FROM outbox WHERE report_id IN (SELECT report_id FROM outbox "
     "INDEXED BY outbox_by_created WHERE created_at < ?1 ORDER BY created_at, "
@@ -217,36 +299,44 @@ inline constexpr std::string_view kCountReports = "SELECT count(*) FROM outbox";
 inline constexpr std::string_view kReserveMessageIds =
     "UPDATE queues SET last_message_id = last_message_id + ?2 "
     "WHERE name = ?1 RETURNING last_message_id";
-inline constexpr std::string_view kInsertMessage =
+// ?1 is the queue, ?2 the send time; rows: (message id, visible_at, body).
+inline constexpr std::string_view kInsertMessages =
     "INSERT INTO messages (queue_name, message_id, read_count, enqueued_at, "
-    "visible_at, body) VALUES (?1, ?2, 0, ?3, ?4, ?5)";
+    "visible_at, body) SELECT ?1, c0, 0, ?2, c1, c2 FROM sluice_rows(?3)";
 // The subquery walks the primary key from the queue's lowest id, so it reads
 // only the in-flight or delayed messages ahead of the first visible ones.
-inline constexpr auto kReadMessages = JoinSql(
+inline constexpr char kReadMessagesUpdate[] =
     "UPDATE messages SET visible_at = ?3, read_count = read_count + 1 "
     "WHERE queue_name = ?1 AND message_id IN (SELECT message_id FROM messages "
     "WHERE queue_name = ?1 AND visible_at <= ?2 ORDER BY message_id "
-    "LIMIT ?4) RETURNING ",
-    kMessageColumns);
+    "LIMIT ?4) RETURNING ";
+inline constexpr auto kReadMessagesAll =
+    JoinSql(kReadMessagesUpdate, kMessageColumns.text);
+inline constexpr auto kReadMessagesNoPayloads =
+    JoinSql(kReadMessagesUpdate, kMessageStateColumns);
+inline constexpr ByFields kReadMessages{kReadMessagesAll.view(),
+                                        kReadMessagesNoPayloads.view()};
 inline constexpr std::string_view kSetVisibility =
     "UPDATE messages SET visible_at = ?3 "
     "WHERE queue_name = ?1 AND message_id = ?2";
-// Archiving copies the live messages among the ids in ?2 (a JSON array),
-// then deletes the same set: two statements per batch.
-inline constexpr auto kCopyToArchive = JoinSql(
+// Archiving copies the live messages among the ids (rows: (message id)
+// bound as ?2), then deletes the same set: two statements per batch.
+inline constexpr std::string_view kCopyToArchive =
     "INSERT INTO archived_messages (queue_name, message_id, read_count, "
-    "enqueued_at, visible_at, body, archived_at) SELECT queue_name, "
-    "message_id, read_count, enqueued_at, visible_at, body, ?3 FROM messages "
-    "WHERE queue_name = ?1 AND message_id IN ",
-    kIdList2);
-inline constexpr auto kDeleteMessages = JoinSql(
-    "DELETE FROM messages WHERE queue_name = ?1 AND message_id IN ", kIdList2);
+    "enqueued_at, visible_at, archived_at, body) SELECT queue_name, "
+    "message_id, read_count, enqueued_at, visible_at, ?3, body FROM messages "
+    "WHERE queue_name = ?1 AND message_id IN (SELECT c0 FROM sluice_rows(?2))";
+inline constexpr std::string_view kDeleteMessages =
+    "DELETE FROM messages WHERE queue_name = ?1 AND message_id IN "
+    "(SELECT c0 FROM sluice_rows(?2))";
+// Both lookups read kMessageColumns, then archived_at (NULL when live).
 inline constexpr auto kLookupLive =
-    JoinSql("SELECT ", kMessageColumns,
-            " FROM messages WHERE queue_name = ?1 AND message_id = ?2");
-inline constexpr auto kLookupArchived = JoinSql(
-    "SELECT ", kMessageColumns,
-    " FROM archived_messages WHERE queue_name = ?1 AND message_id = ?2");
+    JoinSql("SELECT ", kMessageColumns.text,
+            ", NULL FROM messages WHERE queue_name = ?1 AND message_id = ?2");
+inline constexpr auto kLookupArchived =
+    JoinSql("SELECT ", kMessageColumns.text,
+            ", archived_at FROM archived_messages "
+            "WHERE queue_name = ?1 AND message_id = ?2");
 
 }  // namespace sluice::sqlite_internal::sql
 

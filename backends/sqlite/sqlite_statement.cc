@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "sluice/internal/strings.h"
+#include "sqlite_bound_rows.h"
 #include "sqlite_status.h"
 
 namespace sluice::sqlite_internal {
@@ -78,6 +79,13 @@ void Statement::BindOptionalTime(int index, std::optional<absl::Time> value) {
   } else {
     BindNull(index);
   }
+}
+
+void Statement::BindRows(int index, const BoundRows& rows) {
+  // SQLite only reads through the pointer; the cast is its API's.
+  NoteBind(sqlite3_bind_pointer(statement_, index,
+                                const_cast<BoundRows*>(&rows),
+                                BoundRows::kPointerType, nullptr));
 }
 
 absl::StatusOr<bool> Statement::Step() {

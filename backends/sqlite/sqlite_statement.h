@@ -1,9 +1,9 @@
 // Prepared statements: a per-connection cache and one execution at a time.
 //
 //   SLUICE_ASSIGN_OR_RETURN(
-//       Statement get, cache.Prepare("SELECT ... WHERE run_id = ?1",
-//       "GetRun"));
-//   get.BindText(1, run_id.ToString());
+//       Statement get, cache.Prepare("SELECT ... WHERE slug = ?1",
+//       "GetFlow"));
+//   get.BindText(1, flow_slug);
 //   SLUICE_ASSIGN_OR_RETURN(bool found, get.Step());
 //
 // Every value is bound, never formatted into SQL. Times are stored as INTEGER
@@ -26,6 +26,8 @@
 #include "absl/time/time.h"
 
 namespace sluice::sqlite_internal {
+
+class BoundRows;
 
 // SQL text assembled at compile time, so a column list is written once and
 // shared by every statement that reads those columns. Converts to
@@ -74,6 +76,9 @@ class Statement {
   void BindTime(int index, absl::Time value);
   void BindOptionalInt(int index, std::optional<int> value);
   void BindOptionalTime(int index, std::optional<absl::Time> value);
+  // Binds `rows` for `sluice_rows(?index)` (sqlite_bound_rows.h). `rows`
+  // must outlive this execution.
+  void BindRows(int index, const BoundRows& rows);
 
   // Advances to the next row: true if there is one, false when done.
   absl::StatusOr<bool> Step();

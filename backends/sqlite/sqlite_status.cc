@@ -61,4 +61,11 @@ absl::Status StatusFromSqlite(int code, sqlite3* db,
   return absl::Status(CodeFor(code), message);
 }
 
+absl::Status DescribeDuplicate(const absl::Status& status,
+                               std::string_view record) {
+  if (status.code() != absl::StatusCode::kAlreadyExists) return status;
+  return absl::AlreadyExistsError(
+      StrCat(record, " already exists (", status.message(), ")"));
+}
+
 }  // namespace sluice::sqlite_internal

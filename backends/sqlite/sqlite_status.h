@@ -36,6 +36,12 @@ namespace sluice::sqlite_internal {
 absl::Status StatusFromSqlite(int code, sqlite3* db,
                               std::string_view operation);
 
+// `status` unless it reports a duplicate key; then a kAlreadyExists naming
+// `record` ("run 0190... already exists"), with SQLite's detail (which
+// names the key's columns).
+absl::Status DescribeDuplicate(const absl::Status& status,
+                               std::string_view record);
+
 }  // namespace sluice::sqlite_internal
 
 #endif  // SLUICE_BACKENDS_SQLITE_SQLITE_STATUS_H_

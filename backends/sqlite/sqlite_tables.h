@@ -4,6 +4,15 @@
 // each call, and latches failures (see sqlite_transaction.h). Each method
 // has the contract of the Transaction method of the same name (backend.h).
 //
+// Step states and tasks are keyed by their run's seq (sqlite_schema.cc).
+// The transaction holds SQLite's write lock, so a run's seq can't change
+// under it: the seqs it has looked up or assigned are remembered until it
+// ends, and a batch looks up only the runs it hasn't seen, in one query.
+//
+// Sources: flows, queues, workers and run seqs in sqlite_tables.cc; runs,
+// step states and retention in sqlite_tables_runs.cc; tasks and the outbox
+// in sqlite_tables_tasks.cc; queue messages in sqlite_tables_messages.cc.
+//
 // REQUIRES: the connection's mutex is held and a transaction is open.
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_TABLES_H_
 #define SLUICE_BACKENDS_SQLITE_SQLITE_TABLES_H_
@@ -14,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -22,6 +32,16 @@
 #include "sqlite_statement.h"
 
 namespace sluice::sqlite_internal {
+
+// The run id of each record, in order.
+template <typename Record, typename Projection>
+std::vector<RunId> RunIdsOf(std::span<const Record> records,
+                            Projection run_id_of) {
+  std::vector<RunId> run_ids;
+  run_ids.reserve(records.size());
+  for (const Record& record : records) run_ids.push_back(run_id_of(record));
+  return run_ids;
+}
 
 class SqliteTables {
  public:
@@ -35,37 +55,40 @@ class SqliteTables {
   absl::Status CreateQueue(const QueueRecord& queue);
 
   absl::Status InsertRuns(std::span<const RunRecord> runs);
-  absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
-                                                  LockMode lock);
-  absl::Status UpdateRun(const RunRecord& run);
-  absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id, int delta);
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
+      std::span<const RunId> run_ids, Fields fields);
+  absl::Status UpdateRuns(std::span<const RunRecord> runs);
+  absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
+      std::span<const RunCounterDelta> deltas);
   absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
                                                   int limit);
+  absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
+      absl::Time finished_before, int limit);
+  absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids);
 
   absl::Status InsertStepStates(std::span<const StepStateRecord> states);
-  absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
-      const RunId& run_id);
+  absl::StatusOr<std::vector<std::vector<StepStateRecord>>> GetStepStates(
+      std::span<const RunId> run_ids, Fields fields);
   absl::Status UpdateStepStates(std::span<const StepStateRecord> states);
-  absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id, int step_index,
-                                            int delta);
-  absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id, int step_index,
-                                           int delta);
+  absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas);
 
   absl::Status InsertTasks(std::span<const TaskRecord> tasks);
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
-      std::span<const TaskKey> keys, TaskFields fields);
+      std::span<const TaskKey> keys, Fields fields);
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
       std::string_view queue, std::span<const int64_t> message_ids,
-      TaskFields fields);
+      Fields fields);
   absl::StatusOr<std::vector<bool>> UpdateTasks(
       std::span<const TaskUpdate> updates);
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
-      const RunId& run_id, std::optional<int> step_index, TaskFields fields);
+      const RunId& run_id, std::optional<int> step_index, Fields fields);
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const RunId& run_id);
-  absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
-      const RunId& run_id, int step_index);
+  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+      std::span<const StepRef> steps);
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
-                                                           int limit);
+                                                           int limit,
+                                                           Fields fields);
 
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports);
@@ -80,7 +103,7 @@ class SqliteTables {
       absl::Time now);
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
-      absl::Time visible_until);
+      absl::Time visible_until, Fields fields);
   absl::Status SetVisibility(std::string_view queue,
                              std::span<const VisibilityUpdate> updates);
   absl::Status ArchiveMessages(std::string_view queue,
@@ -97,27 +120,23 @@ class SqliteTables {
                                     std::string_view operation) {
     return statements_.Prepare(sql, operation);
   }
-  // The seq of run `run_id` (kNotFound if there is no such run). Remembers
-  // the last answer: a batch's rows usually belong to one run, and a run's
-  // seq never changes.
-  absl::StatusOr<int64_t> RunSeqOf(const RunId& run_id,
-                                   std::string_view operation);
+  // The seq of each run, in order; nullopt where there is no such run.
+  absl::StatusOr<std::vector<std::optional<int64_t>>> FindRunSeqs(
+      std::span<const RunId> run_ids);
+  // The seq of each run, in order; kNotFound naming the first run that does
+  // not exist.
+  absl::StatusOr<std::vector<int64_t>> RequireRunSeqs(
+      std::span<const RunId> run_ids, std::string_view operation);
   // kNotFound naming `queue` unless it is registered.
   absl::Status RequireQueue(std::string_view queue, std::string_view operation);
   // Every remaining row of `query` as a task, fields chosen by `fields`.
   absl::StatusOr<std::vector<TaskRecord>> QueryTasks(Statement& query,
-                                                     TaskFields fields);
-  // Adds `delta` to a step's counter with `add_sql`, then reads it back
-  // with `get_sql`.
-  absl::StatusOr<int> AddStepCounter(std::string_view add_sql,
-                                     std::string_view get_sql,
-                                     std::string_view operation,
-                                     const RunId& run_id, int step_index,
-                                     int delta);
+                                                     Fields fields);
 
   StatementCache& statements_;
-  RunId last_run_id_;
-  std::optional<int64_t> last_run_seq_;
+  // Seqs of runs that exist, as this transaction looked them up or
+  // inserted them.
+  absl::flat_hash_map<RunId, int64_t> run_seqs_;
 };
 
 }  // namespace sluice::sqlite_internal

@@ -6,6 +6,7 @@
 
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "sqlite_bound_rows.h"
 #include "sqlite_rows.h"
 #include "sqlite_sql.h"
 #include "sqlite_status.h"
@@ -29,33 +30,33 @@ absl::StatusOr<std::vector<int64_t>> SqliteTables::SendMessages(
     }
     last_id = reserve.Int(0);
   }
-  SLUICE_ASSIGN_OR_RETURN(Statement insert,
-                          Prepare(sql::kInsertMessage, "SendMessages"));
+  const int64_t first_id = last_id - static_cast<int64_t>(messages.size()) + 1;
   std::vector<int64_t> message_ids;
   message_ids.reserve(messages.size());
-  int64_t message_id = last_id - static_cast<int64_t>(messages.size());
+  BoundRows rows(3, messages.size());
   for (const OutgoingMessage& message : messages) {
-    ++message_id;
-    insert.BindText(1, queue);
-    insert.BindInt(2, message_id);
-    insert.BindTime(3, now);
-    insert.BindTime(4, message.visible_at);
-    BindJson(insert, 5, message.body);
-    SLUICE_RETURN_IF_ERROR(insert.Run());
-    message_ids.push_back(message_id);
-    insert.Reset();
+    message_ids.push_back(first_id + static_cast<int64_t>(message_ids.size()));
+    rows.AddInt(message_ids.back()).AddTime(message.visible_at);
+    AddJson(rows, message.body);
   }
+  if (rows.empty()) return message_ids;
+  SLUICE_ASSIGN_OR_RETURN(Statement insert,
+                          Prepare(sql::kInsertMessages, "SendMessages"));
+  insert.BindText(1, queue);
+  insert.BindTime(2, now);
+  insert.BindRows(3, rows);
+  SLUICE_RETURN_IF_ERROR(insert.Run());
   return message_ids;
 }
 
 absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
-    std::string_view queue, absl::Time now, int limit,
-    absl::Time visible_until) {
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields fields) {
   SLUICE_RETURN_IF_ERROR(RequireQueue(queue, "ReadMessages"));
   std::vector<MessageRecord> messages;
   if (limit <= 0) return messages;  // SQLite reads a negative LIMIT as "all"
-  SLUICE_ASSIGN_OR_RETURN(Statement read,
-                          Prepare(sql::kReadMessages, "ReadMessages"));
+  SLUICE_ASSIGN_OR_RETURN(
+      Statement read, Prepare(sql::kReadMessages.For(fields), "ReadMessages"));
   read.BindText(1, queue);
   read.BindTime(2, now);
   read.BindTime(3, visible_until);
@@ -63,7 +64,7 @@ absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, read.Step());
     if (!row) break;
-    SLUICE_ASSIGN_OR_RETURN(MessageRecord message, ReadMessage(read));
+    SLUICE_ASSIGN_OR_RETURN(MessageRecord message, ReadMessage(read, fields));
     messages.push_back(std::move(message));
   }
   // RETURNING promises no order.
@@ -95,18 +96,20 @@ absl::Status SqliteTables::ArchiveMessages(std::string_view queue,
   constexpr std::string_view kOperation = "ArchiveMessages";
   SLUICE_RETURN_IF_ERROR(RequireQueue(queue, kOperation));
   if (message_ids.empty()) return absl::OkStatus();
+  BoundRows ids(1, message_ids.size());
+  for (int64_t message_id : message_ids) ids.AddInt(message_id);
   {
     SLUICE_ASSIGN_OR_RETURN(Statement copy,
                             Prepare(sql::kCopyToArchive, kOperation));
     copy.BindText(1, queue);
-    BindIdList(copy, 2, message_ids);
+    copy.BindRows(2, ids);
     copy.BindTime(3, now);
     SLUICE_RETURN_IF_ERROR(copy.Run());
   }
   SLUICE_ASSIGN_OR_RETURN(Statement remove,
                           Prepare(sql::kDeleteMessages, kOperation));
   remove.BindText(1, queue);
-  BindIdList(remove, 2, message_ids);
+  remove.BindRows(2, ids);
   return remove.Run();
 }
 
@@ -122,8 +125,10 @@ absl::StatusOr<std::optional<MessageLocation>> SqliteTables::LookupMessage(
     lookup.BindInt(2, message_id);
     SLUICE_ASSIGN_OR_RETURN(bool found, lookup.Step());
     if (!found) continue;
-    SLUICE_ASSIGN_OR_RETURN(MessageRecord message, ReadMessage(lookup));
-    return MessageLocation{archived, std::move(message)};
+    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
+                            ReadMessage(lookup, Fields::kAll));
+    return MessageLocation{archived, lookup.OptionalTime(5),
+                           std::move(message)};
   }
   return std::nullopt;
 }

@@ -5,6 +5,7 @@
 
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "sqlite_bound_rows.h"
 #include "sqlite_rows.h"
 #include "sqlite_sql.h"
 #include "sqlite_status.h"
@@ -12,11 +13,6 @@
 
 namespace sluice::sqlite_internal {
 namespace {
-void BindTaskKey(Statement& statement, const TaskKey& key) {
-  BindRunId(statement, 1, key.run_id);
-  statement.BindInt(2, key.step_index);
-  statement.BindInt(3, key.task_index);
-}
 
 std::string DescribeTask(const TaskRecord& task) {
   return StrCat("task ", task.key.run_id.ToString(), "/", task.key.step_index,
@@ -35,10 +31,23 @@ absl::Status AppendReportRows(Statement& query,
   }
 }
 
+// Reads every remaining row of a batch query, (key, then a task), into the
+// entry its key names.
+absl::Status ReadTasksByKey(Statement& query, Fields fields,
+                            std::vector<std::optional<TaskRecord>>& tasks) {
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(bool row, query.Step());
+    if (!row) return absl::OkStatus();
+    SLUICE_ASSIGN_OR_RETURN(TaskRecord task,
+                            ReadTask(query, fields, /*first=*/1));
+    tasks[query.Int(0)] = std::move(task);
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTables::QueryTasks(
-    Statement& query, TaskFields fields) {
+    Statement& query, Fields fields) {
   std::vector<TaskRecord> tasks;
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, query.Step());
@@ -49,53 +58,64 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteTables::QueryTasks(
 }
 
 absl::Status SqliteTables::InsertTasks(std::span<const TaskRecord> tasks) {
-  SLUICE_ASSIGN_OR_RETURN(Statement insert,
-                          Prepare(sql::kInsertTask, "InsertTasks"));
-  for (const TaskRecord& task : tasks) {
-    BindTaskKey(insert, task.key);
-    insert.BindText(4, task.flow_slug);
-    insert.BindText(5, ToString(task.status));
-    insert.BindInt(6, task.attempts);
-    insert.BindText(7, task.error);
-    insert.BindText(8, task.queue_name);
-    insert.BindInt(9, task.message_id);
-    insert.BindTime(10, task.queued_at);
-    insert.BindOptionalTime(11, task.started_at);
-    insert.BindOptionalTime(12, task.finished_at);
-    insert.BindOptionalTime(13, task.stall_at);
-    insert.BindInt(14, task.requeued_count);
-    insert.BindText(15, task.worker_id);
-    BindJson(insert, 16, task.input);
-    BindOptionalJson(insert, 17, task.output);
-    SLUICE_ASSIGN_OR_RETURN(int64_t run_seq,
-                            RunSeqOf(task.key.run_id, "InsertTasks"));
-    insert.BindInt(18, run_seq);
-    if (absl::Status status = insert.Run(); !status.ok()) {
-      if (status.code() != absl::StatusCode::kAlreadyExists) return status;
-      return absl::AlreadyExistsError(
-          StrCat(DescribeTask(task), " already exists"));
-    }
-    insert.Reset();
+  constexpr std::string_view kOperation = "InsertTasks";
+  if (tasks.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<int64_t> seqs,
+      RequireRunSeqs(
+          RunIdsOf(tasks, [](const TaskRecord& t) { return t.key.run_id; }),
+          kOperation));
+  BoundRows rows(18, tasks.size());
+  for (size_t i = 0; i < tasks.size(); ++i) {
+    const TaskRecord& task = tasks[i];
+    rows.AddInt(seqs[i]);
+    AddRunId(rows, task.key.run_id);
+    rows.AddInt(task.key.step_index)
+        .AddInt(task.key.task_index)
+        .AddText(task.flow_slug)
+        .AddText(ToString(task.status))
+        .AddInt(task.attempts)
+        .AddText(task.error)
+        .AddText(task.queue_name)
+        .AddInt(task.message_id)
+        .AddTime(task.queued_at)
+        .AddOptionalTime(task.started_at)
+        .AddOptionalTime(task.finished_at)
+        .AddOptionalTime(task.stall_at)
+        .AddInt(task.requeued_count)
+        .AddText(task.worker_id);
+    AddJson(rows, task.input);
+    AddOptionalJson(rows, task.output);
   }
-  return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(Statement insert,
+                          Prepare(sql::kInsertTasks, kOperation));
+  insert.BindRows(1, rows);
+  return DescribeDuplicate(
+      insert.Run(), tasks.size() == 1 ? DescribeTask(tasks[0])
+                                      : "a task of the batch, or its message,");
 }
 
 absl::StatusOr<std::vector<std::optional<TaskRecord>>> SqliteTables::GetTasks(
-    std::span<const TaskKey> keys, TaskFields fields) {
+    std::span<const TaskKey> keys, Fields fields) {
+  std::vector<std::optional<TaskRecord>> tasks(keys.size());
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<int64_t>> seqs,
+      FindRunSeqs(RunIdsOf(keys, [](const TaskKey& k) { return k.run_id; })));
+  BoundRows rows(3, keys.size());
+  std::vector<size_t> position_of;  // by bound row
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!seqs[i].has_value()) continue;
+    rows.AddInt(*seqs[i]).AddInt(keys[i].step_index).AddInt(keys[i].task_index);
+    position_of.push_back(i);
+  }
+  if (rows.empty()) return tasks;
+  std::vector<std::optional<TaskRecord>> found(position_of.size());
   SLUICE_ASSIGN_OR_RETURN(Statement get,
-                          Prepare(sql::kGetTask.For(fields), "GetTasks"));
-  std::vector<std::optional<TaskRecord>> tasks;
-  tasks.reserve(keys.size());
-  for (const TaskKey& key : keys) {
-    BindTaskKey(get, key);
-    SLUICE_ASSIGN_OR_RETURN(bool found, get.Step());
-    if (found) {
-      SLUICE_ASSIGN_OR_RETURN(TaskRecord task, ReadTask(get, fields));
-      tasks.push_back(std::move(task));
-    } else {
-      tasks.push_back(std::nullopt);
-    }
-    get.Reset();
+                          Prepare(sql::kGetTasks.For(fields), "GetTasks"));
+  get.BindRows(1, rows);
+  SLUICE_RETURN_IF_ERROR(ReadTasksByKey(get, fields, found));
+  for (size_t row = 0; row < found.size(); ++row) {
+    tasks[position_of[row]] = std::move(found[row]);
   }
   return tasks;
 }
@@ -103,120 +123,163 @@ absl::StatusOr<std::vector<std::optional<TaskRecord>>> SqliteTables::GetTasks(
 absl::StatusOr<std::vector<std::optional<TaskRecord>>>
 SqliteTables::GetTasksByMessage(std::string_view queue,
                                 std::span<const int64_t> message_ids,
-                                TaskFields fields) {
+                                Fields fields) {
+  std::vector<std::optional<TaskRecord>> tasks(message_ids.size());
+  if (message_ids.empty()) return tasks;
+  BoundRows ids(1, message_ids.size());
+  for (int64_t message_id : message_ids) ids.AddInt(message_id);
   SLUICE_ASSIGN_OR_RETURN(
       Statement get,
-      Prepare(sql::kGetTaskByMessage.For(fields), "GetTasksByMessage"));
-  std::vector<std::optional<TaskRecord>> tasks;
-  tasks.reserve(message_ids.size());
-  for (int64_t message_id : message_ids) {
-    get.BindText(1, queue);
-    get.BindInt(2, message_id);
-    SLUICE_ASSIGN_OR_RETURN(bool found, get.Step());
-    if (found) {
-      SLUICE_ASSIGN_OR_RETURN(TaskRecord task, ReadTask(get, fields));
-      tasks.push_back(std::move(task));
-    } else {
-      tasks.push_back(std::nullopt);
-    }
-    get.Reset();
-  }
+      Prepare(sql::kGetTasksByMessage.For(fields), "GetTasksByMessage"));
+  get.BindText(1, queue);
+  get.BindRows(2, ids);
+  SLUICE_RETURN_IF_ERROR(ReadTasksByKey(get, fields, tasks));
   return tasks;
 }
 
 absl::StatusOr<std::vector<bool>> SqliteTables::UpdateTasks(
     std::span<const TaskUpdate> updates) {
+  std::vector<bool> applied(updates.size(), false);
+  if (updates.empty()) return applied;
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<int64_t>> seqs,
+      FindRunSeqs(RunIdsOf(
+          updates, [](const TaskUpdate& u) { return u.task.key.run_id; })));
   SLUICE_ASSIGN_OR_RETURN(Statement update,
                           Prepare(sql::kUpdateTask, "UpdateTasks"));
-  std::vector<bool> applied;
-  applied.reserve(updates.size());
-  for (const TaskUpdate& change : updates) {
-    const TaskRecord& task = change.task;
-    BindTaskKey(update, task.key);
+  for (size_t i = 0; i < updates.size(); ++i) {
+    if (!seqs[i].has_value()) continue;  // no run, so no task to update
+    const TaskRecord& task = updates[i].task;
+    update.BindInt(1, *seqs[i]);
+    update.BindInt(2, task.key.step_index);
+    update.BindInt(3, task.key.task_index);
     update.BindText(4, ToString(task.status));
     update.BindInt(5, task.attempts);
-    BindOptionalJson(update, 6, task.output);
-    update.BindText(7, task.error);
-    update.BindOptionalTime(8, task.started_at);
-    update.BindOptionalTime(9, task.finished_at);
-    update.BindOptionalTime(10, task.stall_at);
-    update.BindInt(11, task.requeued_count);
-    update.BindText(12, task.worker_id);
-    update.BindText(13, ToString(change.expected_status));
-    update.BindInt(14, change.expected_attempts);
+    update.BindText(6, task.error);
+    update.BindOptionalTime(7, task.started_at);
+    update.BindOptionalTime(8, task.finished_at);
+    update.BindOptionalTime(9, task.stall_at);
+    update.BindInt(10, task.requeued_count);
+    update.BindText(11, task.worker_id);
+    BindOptionalJson(update, 12, task.output);
+    update.BindText(13, ToString(updates[i].expected_status));
+    update.BindInt(14, updates[i].expected_attempts);
     SLUICE_RETURN_IF_ERROR(update.Run());
-    applied.push_back(update.Changes() == 1);
+    applied[i] = update.Changes() == 1;
     update.Reset();
   }
   return applied;
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTables::GetUnfinishedTasks(
-    const RunId& run_id, std::optional<int> step_index, TaskFields fields) {
-  const sql::TaskQuery& query =
+    const RunId& run_id, std::optional<int> step_index, Fields fields) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> seq,
+                          FindRunSeqs({&run_id, 1}));
+  if (!seq[0].has_value()) return std::vector<TaskRecord>();
+  const sql::ByFields& query =
       step_index.has_value() ? sql::kUnfinishedOfStep : sql::kUnfinishedOfRun;
   SLUICE_ASSIGN_OR_RETURN(Statement get,
                           Prepare(query.For(fields), "GetUnfinishedTasks"));
-  BindRunId(get, 1, run_id);
+  get.BindInt(1, *seq[0]);
   if (step_index.has_value()) get.BindInt(2, *step_index);
   return QueryTasks(get, fields);
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTables::ListTasks(
     const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> seq,
+                          FindRunSeqs({&run_id, 1}));
+  if (!seq[0].has_value()) return std::vector<TaskRecord>();
   SLUICE_ASSIGN_OR_RETURN(Statement list,
                           Prepare(sql::kListTasks, "ListTasks"));
-  BindRunId(list, 1, run_id);
-  return QueryTasks(list, TaskFields::kAll);
+  list.BindInt(1, *seq[0]);
+  return QueryTasks(list, Fields::kAll);
 }
 
-absl::StatusOr<std::vector<std::optional<Json>>> SqliteTables::GetTaskOutputs(
-    const RunId& run_id, int step_index) {
+absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
+SqliteTables::GetTaskOutputs(std::span<const StepRef> steps) {
+  std::vector<std::vector<std::optional<Json>>> outputs(steps.size());
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<int64_t>> seqs,
+      FindRunSeqs(RunIdsOf(steps, [](const StepRef& s) { return s.run_id; })));
+  BoundRows rows(2, steps.size());
+  std::vector<size_t> position_of;  // by bound row
+  for (size_t i = 0; i < steps.size(); ++i) {
+    if (!seqs[i].has_value()) continue;
+    rows.AddInt(*seqs[i]).AddInt(steps[i].step_index);
+    position_of.push_back(i);
+  }
+  if (rows.empty()) return outputs;
   SLUICE_ASSIGN_OR_RETURN(Statement get,
                           Prepare(sql::kGetTaskOutputs, "GetTaskOutputs"));
-  BindRunId(get, 1, run_id);
-  get.BindInt(2, step_index);
-  std::vector<std::optional<Json>> outputs;
+  get.BindRows(1, rows);
+  struct Output {
+    int64_t row;  // of the batch
+    int64_t task_index;
+    std::optional<Json> value;
+  };
+  std::vector<Output> read;
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, get.Step());
-    if (!row) return outputs;
-    if (get.IsNull(0)) {
-      outputs.push_back(std::nullopt);
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(Json output,
-                            ParseStoredJson(get.Text(0), "task output"));
-    outputs.push_back(std::move(output));
+    if (!row) break;
+    Output& output = read.emplace_back(Output{get.Int(0), get.Int(1), {}});
+    if (get.IsNull(2)) continue;
+    SLUICE_ASSIGN_OR_RETURN(output.value,
+                            ParseStoredJson(get.Text(2), "task output"));
   }
+  // They come in batch order, and each step's in primary key (task) order;
+  // this only checks.
+  auto in_order = [](const Output& a, const Output& b) {
+    return a.row != b.row ? a.row < b.row : a.task_index < b.task_index;
+  };
+  if (!std::is_sorted(read.begin(), read.end(), in_order)) {
+    std::sort(read.begin(), read.end(), in_order);
+  }
+  for (Output& output : read) {
+    outputs[position_of[output.row]].push_back(std::move(output.value));
+  }
+  return outputs;
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTables::FindStalledTasks(
-    absl::Time now, int limit) {
+    absl::Time now, int limit, Fields fields) {
   if (limit <= 0) return std::vector<TaskRecord>();
-  SLUICE_ASSIGN_OR_RETURN(Statement find,
-                          Prepare(sql::kFindStalledTasks, "FindStalledTasks"));
+  SLUICE_ASSIGN_OR_RETURN(
+      Statement find,
+      Prepare(sql::kFindStalledTasks.For(fields), "FindStalledTasks"));
   find.BindTime(1, now);
   find.BindInt(2, limit);
-  return QueryTasks(find, TaskFields::kAll);
+  return QueryTasks(find, fields);
 }
 
 // --- Outbox ----------------------------------------------------------------
 
 absl::StatusOr<std::vector<int64_t>> SqliteTables::AppendReports(
     std::span<const OutboxReport> reports) {
-  SLUICE_ASSIGN_OR_RETURN(Statement append,
-                          Prepare(sql::kAppendReport, "AppendReports"));
   std::vector<int64_t> report_ids;
-  report_ids.reserve(reports.size());
+  if (reports.empty()) return report_ids;
+  BoundRows rows(6, reports.size());
   for (const OutboxReport& report : reports) {
-    BindTaskKey(append, report.task);
-    append.BindText(4, report.flow_slug);
-    append.BindText(5, ToString(report.kind));
-    append.BindTime(6, report.created_at);
-    SLUICE_RETURN_IF_ERROR(append.Run());
-    report_ids.push_back(append.LastInsertRowid());
-    append.Reset();
+    AddRunId(rows, report.task.run_id);
+    rows.AddInt(report.task.step_index)
+        .AddInt(report.task.task_index)
+        .AddText(report.flow_slug)
+        .AddText(ToString(report.kind))
+        .AddTime(report.created_at);
   }
+  SLUICE_ASSIGN_OR_RETURN(Statement append,
+                          Prepare(sql::kAppendReports, "AppendReports"));
+  append.BindRows(1, rows);
+  SLUICE_RETURN_IF_ERROR(append.Run());
+  // AUTOINCREMENT gave the rows, inserted in batch order while this
+  // transaction holds the write lock, consecutive ids ending at the last.
+  const int64_t count = static_cast<int64_t>(reports.size());
+  if (append.Changes() != count) {
+    return absl::InternalError("sqlite AppendReports: a report was not added");
+  }
+  const int64_t first = append.LastInsertRowid() - count + 1;
+  report_ids.reserve(reports.size());
+  for (int64_t i = 0; i < count; ++i) report_ids.push_back(first + i);
   return report_ids;
 }
 
@@ -224,9 +287,11 @@ absl::StatusOr<std::vector<OutboxReport>> SqliteTables::TakeReports(
     std::span<const int64_t> report_ids) {
   std::vector<OutboxReport> reports;
   if (report_ids.empty()) return reports;
+  BoundRows ids(1, report_ids.size());
+  for (int64_t report_id : report_ids) ids.AddInt(report_id);
   SLUICE_ASSIGN_OR_RETURN(Statement take,
                           Prepare(sql::kTakeReports, "TakeReports"));
-  BindIdList(take, 1, report_ids);
+  take.BindRows(1, ids);
   SLUICE_RETURN_IF_ERROR(AppendReportRows(take, reports));
   // RETURNING promises no order.
   std::sort(reports.begin(), reports.end(),

@@ -1,5 +1,6 @@
 #include "sqlite_transaction.h"
 
+#include <thread>
 #include <utility>
 
 #include "sluice/internal/status_macros.h"
@@ -14,7 +15,14 @@ SqliteTransaction::~SqliteTransaction() { End(); }
 
 absl::StatusOr<std::unique_ptr<Transaction>> SqliteTransaction::Begin(
     SqliteBackend::Connection& connection) {
+  if (connection.owner.load(std::memory_order_relaxed) ==
+      std::this_thread::get_id()) {
+    return absl::FailedPreconditionError(
+        "this thread already has an open transaction of this sqlite backend; "
+        "commit or drop it before beginning another");
+  }
   connection.mu.Lock();
+  connection.owner.store(std::this_thread::get_id(), std::memory_order_relaxed);
   // From here the transaction owns the mutex; its destructor releases it.
   std::unique_ptr<SqliteTransaction> transaction(
       new SqliteTransaction(connection));
@@ -45,6 +53,7 @@ void SqliteTransaction::End() {
   }
   if (holds_mutex_) {
     holds_mutex_ = false;
+    connection_.owner.store(std::thread::id(), std::memory_order_relaxed);
     connection_.mu.Unlock();
   }
 }
@@ -108,22 +117,24 @@ absl::Status SqliteTransaction::CreateQueue(const QueueRecord& queue) {
   return Guarded([&] { return tables_.CreateQueue(queue); });
 }
 
-absl::Status SqliteTransaction::InsertRuns(std::span<const RunRecord> runs) {
+absl::Status SqliteTransaction::InsertRuns(std::span<RunRecord> runs) {
   return Guarded([&] { return tables_.InsertRuns(runs); });
 }
 
-absl::StatusOr<std::optional<RunRecord>> SqliteTransaction::GetRun(
-    const RunId& run_id, LockMode lock) {
-  return Guarded([&] { return tables_.GetRun(run_id, lock); });
+absl::StatusOr<std::vector<std::optional<RunRecord>>>
+SqliteTransaction::GetRuns(std::span<const RunId> run_ids, LockMode,
+                           Fields fields) {
+  // BEGIN IMMEDIATE already holds every row.
+  return Guarded([&] { return tables_.GetRuns(run_ids, fields); });
 }
 
-absl::Status SqliteTransaction::UpdateRun(const RunRecord& run) {
-  return Guarded([&] { return tables_.UpdateRun(run); });
+absl::Status SqliteTransaction::UpdateRuns(std::span<RunRecord> runs) {
+  return Guarded([&] { return tables_.UpdateRuns(runs); });
 }
 
-absl::StatusOr<int> SqliteTransaction::AddRunRemainingSteps(const RunId& run_id,
-                                                            int delta) {
-  return Guarded([&] { return tables_.AddRunRemainingSteps(run_id, delta); });
+absl::StatusOr<std::vector<int>> SqliteTransaction::AddRunRemainingSteps(
+    std::span<const RunCounterDelta> deltas) {
+  return Guarded([&] { return tables_.AddRunRemainingSteps(deltas); });
 }
 
 absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRuns(
@@ -131,58 +142,62 @@ absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRuns(
   return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
 }
 
+absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::FindFinishedRuns(
+    absl::Time finished_before, int limit) {
+  return Guarded(
+      [&] { return tables_.FindFinishedRuns(finished_before, limit); });
+}
+
+absl::StatusOr<int> SqliteTransaction::DeleteRuns(
+    std::span<const RunId> run_ids) {
+  return Guarded([&] { return tables_.DeleteRuns(run_ids); });
+}
+
 absl::Status SqliteTransaction::InsertStepStates(
-    std::span<const StepStateRecord> states) {
+    std::span<StepStateRecord> states) {
   return Guarded([&] { return tables_.InsertStepStates(states); });
 }
 
-absl::StatusOr<std::vector<StepStateRecord>> SqliteTransaction::GetStepStates(
-    const RunId& run_id) {
-  return Guarded([&] { return tables_.GetStepStates(run_id); });
+absl::StatusOr<std::vector<std::vector<StepStateRecord>>>
+SqliteTransaction::GetStepStates(std::span<const RunId> run_ids,
+                                 Fields fields) {
+  return Guarded([&] { return tables_.GetStepStates(run_ids, fields); });
 }
 
 absl::Status SqliteTransaction::UpdateStepStates(
-    std::span<const StepStateRecord> states) {
+    std::span<StepStateRecord> states) {
   return Guarded([&] { return tables_.UpdateStepStates(states); });
 }
 
-absl::StatusOr<int> SqliteTransaction::AddStepRemainingTasks(
-    const RunId& run_id, int step_index, int delta) {
-  return Guarded(
-      [&] { return tables_.AddStepRemainingTasks(run_id, step_index, delta); });
+absl::StatusOr<std::vector<StepCounters>> SqliteTransaction::AddStepCounters(
+    std::span<const StepCounterDelta> deltas) {
+  return Guarded([&] { return tables_.AddStepCounters(deltas); });
 }
 
-absl::StatusOr<int> SqliteTransaction::AddStepRemainingDeps(const RunId& run_id,
-                                                            int step_index,
-                                                            int delta) {
-  return Guarded(
-      [&] { return tables_.AddStepRemainingDeps(run_id, step_index, delta); });
-}
-
-absl::Status SqliteTransaction::InsertTasks(std::span<const TaskRecord> tasks) {
+absl::Status SqliteTransaction::InsertTasks(std::span<TaskRecord> tasks) {
   return Guarded([&] { return tables_.InsertTasks(tasks); });
 }
 
 absl::StatusOr<std::vector<std::optional<TaskRecord>>>
-SqliteTransaction::GetTasks(std::span<const TaskKey> keys, TaskFields fields) {
+SqliteTransaction::GetTasks(std::span<const TaskKey> keys, Fields fields) {
   return Guarded([&] { return tables_.GetTasks(keys, fields); });
 }
 
 absl::StatusOr<std::vector<std::optional<TaskRecord>>>
 SqliteTransaction::GetTasksByMessage(std::string_view queue,
                                      std::span<const int64_t> message_ids,
-                                     TaskFields fields) {
+                                     Fields fields) {
   return Guarded(
       [&] { return tables_.GetTasksByMessage(queue, message_ids, fields); });
 }
 
 absl::StatusOr<std::vector<bool>> SqliteTransaction::UpdateTasks(
-    std::span<const TaskUpdate> updates) {
+    std::span<TaskUpdate> updates) {
   return Guarded([&] { return tables_.UpdateTasks(updates); });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::GetUnfinishedTasks(
-    const RunId& run_id, std::optional<int> step_index, TaskFields fields) {
+    const RunId& run_id, std::optional<int> step_index, Fields fields) {
   return Guarded(
       [&] { return tables_.GetUnfinishedTasks(run_id, step_index, fields); });
 }
@@ -192,14 +207,14 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::ListTasks(
   return Guarded([&] { return tables_.ListTasks(run_id); });
 }
 
-absl::StatusOr<std::vector<std::optional<Json>>>
-SqliteTransaction::GetTaskOutputs(const RunId& run_id, int step_index) {
-  return Guarded([&] { return tables_.GetTaskOutputs(run_id, step_index); });
+absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
+SqliteTransaction::GetTaskOutputs(std::span<const StepRef> steps) {
+  return Guarded([&] { return tables_.GetTaskOutputs(steps); });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::FindStalledTasks(
-    absl::Time now, int limit) {
-  return Guarded([&] { return tables_.FindStalledTasks(now, limit); });
+    absl::Time now, int limit, Fields fields) {
+  return Guarded([&] { return tables_.FindStalledTasks(now, limit, fields); });
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteTransaction::AppendReports(
@@ -223,16 +238,17 @@ absl::StatusOr<int64_t> SqliteTransaction::CountReports() {
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteTransaction::SendMessages(
-    std::string_view queue, std::span<const OutgoingMessage> messages,
+    std::string_view queue, std::span<OutgoingMessage> messages,
     absl::Time now) {
   return Guarded([&] { return tables_.SendMessages(queue, messages, now); });
 }
 
 absl::StatusOr<std::vector<MessageRecord>> SqliteTransaction::ReadMessages(
-    std::string_view queue, absl::Time now, int limit,
-    absl::Time visible_until) {
-  return Guarded(
-      [&] { return tables_.ReadMessages(queue, now, limit, visible_until); });
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields fields) {
+  return Guarded([&] {
+    return tables_.ReadMessages(queue, now, limit, visible_until, fields);
+  });
 }
 
 absl::Status SqliteTransaction::SetVisibility(

@@ -35,6 +35,29 @@ absl::Status ValidateClaimRequest(const ClaimRequest& request) {
   return absl::OkStatus();
 }
 
+// How long a read hides messages: the lease of the served steps on this
+// queue when they all share one timeout (then a claimed message needs no
+// second write), else just the claim grace until each claim sets its own.
+absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
+                                              const ClaimRequest& request,
+                                              const EngineOptions& options) {
+  std::optional<absl::Duration> common;
+  for (const auto& [slug, steps] : request.served.flows()) {
+    absl::StatusOr<const CompiledFlow*> flow = flows.Get(slug);
+    if (!flow.ok()) {
+      if (flow.status().code() == absl::StatusCode::kNotFound) continue;
+      return flow.status();
+    }
+    for (size_t i = 0; i < steps.size() && i < (*flow)->steps().size(); ++i) {
+      const CompiledStep& step = (*flow)->step(static_cast<int>(i));
+      if (!steps[i] || step.shape->queue_name != request.queue) continue;
+      if (common && *common != step.timeout) return options.claim_grace;
+      common = step.timeout;
+    }
+  }
+  return common ? *common + options.claim_grace : options.claim_grace;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
@@ -43,20 +66,23 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   const EngineOptions& options = impl_->options();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::Time now = impl_->Now();
+  FlowLookup flows(*impl_, *tx);
+  SLUICE_ASSIGN_OR_RETURN(absl::Duration read_for,
+                          ReadVisibility(flows, request, options));
+  absl::Time read_until = now + read_for;
   SLUICE_ASSIGN_OR_RETURN(std::vector<MessageRecord> messages,
                           tx->ReadMessages(request.queue, now, request.limit,
-                                           now + options.claim_grace));
+                                           read_until, Fields::kNoPayloads));
   if (messages.empty()) return std::vector<ClaimedTask>();
   std::vector<int64_t> ids;
   ids.reserve(messages.size());
   for (const MessageRecord& m : messages) ids.push_back(m.message_id);
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<TaskRecord>> tasks,
-      tx->GetTasksByMessage(request.queue, ids, TaskFields::kAll));
+      tx->GetTasksByMessage(request.queue, ids, Fields::kAll));
 
   // Classify the whole batch before changing anything.
   std::vector<Classified> verdicts(ids.size());
-  FlowLookup flows(*impl_, *tx);
   int fatal = 0;
   std::string first_problem;
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -113,6 +139,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   std::vector<size_t> update_index;
   std::vector<VisibilityUpdate> visibility;
   std::vector<int64_t> archive;
+  updates.reserve(ids.size());
+  update_index.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
     TaskRecord& t = *tasks[i];
     switch (verdicts[i].verdict) {
@@ -157,7 +185,9 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
       TaskRecord& t = *tasks[i];
       const CompiledStep& step = *verdicts[i].step;
       LeaseTimes lease = ComputeLease(step, now, options);
-      visibility.push_back({ids[i], lease.visible_until});
+      if (lease.visible_until != read_until) {
+        visibility.push_back({ids[i], lease.visible_until});
+      }
       claimed.push_back(ClaimedTask{
           .key = t.key,
           .flow_slug = t.flow_slug,

@@ -266,25 +266,38 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
   return ids;
 }
 
-absl::Status Engine::CancelRun(const RunId& run_id) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_ASSIGN_OR_RETURN(std::optional<RunRecord> run,
-                          tx->GetRun(run_id, LockMode::kForUpdate));
-  if (!run) {
+namespace {
+
+// Reads one run (locked, without payloads); kNotFound if it doesn't exist.
+absl::StatusOr<RunRecord> LockRun(Transaction& tx, const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx.GetRuns(std::span(&run_id, 1), LockMode::kForUpdate,
+                 Fields::kNoPayloads));
+  if (runs.empty() || !runs[0]) {
     return absl::NotFoundError(
         StrCat("run ", run_id.ToString(), " does not exist"));
   }
+  return std::move(*runs[0]);
+}
+
+}  // namespace
+
+absl::Status Engine::CancelRun(const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
-                          impl_->FlowFor(*tx, run->flow_slug));
-  SLUICE_ASSIGN_OR_RETURN(std::vector<StepStateRecord> steps,
-                          tx->GetStepStates(run_id));
+                          impl_->FlowFor(*tx, run.flow_slug));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::vector<StepStateRecord>> steps,
+      tx->GetStepStates(std::span(&run_id, 1), Fields::kNoPayloads));
   absl::Time now = impl_->Now();
   WriteBatch writes;
   TransactionEffects effects;
   RunProgress progress(
       RunProgress::Context{*tx, *flow, now, writes,
                            impl_->wants_events() ? &effects.events : nullptr},
-      std::move(*run), std::move(steps));
+      std::move(run), std::move(steps[0]), Fields::kNoPayloads);
   SLUICE_RETURN_IF_ERROR(progress.Cancel());
   progress.Finish();
   SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
@@ -293,17 +306,55 @@ absl::Status Engine::CancelRun(const RunId& run_id) {
 
 absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_ASSIGN_OR_RETURN(std::optional<RunRecord> run,
-                          tx->GetRun(run_id, LockMode::kNone));
-  if (!run) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx->GetRuns(std::span(&run_id, 1), LockMode::kNone, Fields::kAll));
+  if (!runs[0]) {
     return absl::NotFoundError(
         StrCat("run ", run_id.ToString(), " does not exist"));
   }
   RunView view;
-  view.run = std::move(*run);
-  SLUICE_ASSIGN_OR_RETURN(view.steps, tx->GetStepStates(run_id));
+  view.run = std::move(*runs[0]);
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::vector<StepStateRecord>> steps,
+      tx->GetStepStates(std::span(&run_id, 1), Fields::kAll));
+  view.steps = std::move(steps[0]);
   SLUICE_ASSIGN_OR_RETURN(view.tasks, tx->ListTasks(run_id));
   return view;
+}
+
+absl::Status Engine::DeleteRun(const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id));
+  if (!IsTerminal(run.status)) {
+    return absl::FailedPreconditionError(
+        StrCat("run ", run_id.ToString(),
+               " is still started; cancel it (Engine::CancelRun) before "
+               "deleting it"));
+  }
+  SLUICE_RETURN_IF_ERROR(tx->DeleteRuns(std::span(&run_id, 1)).status());
+  return impl_->Commit(*tx, {});
+}
+
+absl::StatusOr<int> Engine::PruneRuns(absl::Time finished_before, int limit) {
+  if (limit < 1 || limit > 10'000) {
+    return absl::InvalidArgumentError(
+        StrCat("PruneRuns limit ", limit, " is out of range 1..10000"));
+  }
+  if (finished_before == absl::InfiniteFuture() ||
+      finished_before == absl::InfinitePast()) {
+    return absl::InvalidArgumentError("PruneRuns needs a finite cutoff time");
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::vector<RunRecord> ended,
+                          tx->FindFinishedRuns(finished_before, limit));
+  if (ended.empty()) return 0;
+  std::vector<RunId> ids;
+  ids.reserve(ended.size());
+  for (const RunRecord& r : ended) ids.push_back(r.run_id);
+  SLUICE_ASSIGN_OR_RETURN(int deleted, tx->DeleteRuns(ids));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  return deleted;
 }
 
 absl::StatusOr<std::vector<RunRecord>> Engine::ListRuns(

@@ -83,9 +83,11 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::Time now = impl_->Now();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          tx->GetTasks(keys, TaskFields::kNoPayloads));
+                          tx->GetTasks(keys, Fields::kNoPayloads));
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
+  updates.reserve(results.size());
+  plans.reserve(results.size());
   FlowLookup flows(*impl_, *tx);
   absl::flat_hash_map<std::string, std::vector<int64_t>> late_archives;
   for (size_t i = 0; i < results.size(); ++i) {
@@ -164,6 +166,7 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   }
 
   std::vector<OutboxReport> reports;
+  reports.reserve(updates.size());
   absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> retries;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives =
       std::move(late_archives);
@@ -214,7 +217,7 @@ absl::StatusOr<std::vector<bool>> Engine::ExtendLeases(
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::Time now = impl_->Now();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          tx->GetTasks(keys, TaskFields::kNoPayloads));
+                          tx->GetTasks(keys, Fields::kNoPayloads));
   std::vector<TaskUpdate> updates;
   std::vector<size_t> index;
   std::vector<absl::Time> visible_until;

@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
-#include "sluice/internal/strings.h"
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice {
 namespace {
@@ -26,18 +26,20 @@ int HexValue(char c) {
 }  // namespace
 
 RunId RunId::Random() {
-  uint64_t high = RandomWord();
-  uint64_t low = RandomWord();
-  high = (high & ~0xF000ULL) | 0x4000ULL;  // version 4
-  low = (low & ~(0xC000ULL << 48)) | (0x8000ULL << 48);  // RFC 4122 variant
+  // Version 7: the Unix time in milliseconds, then random bits. Ids made
+  // close in time sort close together, so a backend's index on run id fills
+  // at its end instead of touching a random page per new run.
+  uint64_t millis = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
+  uint64_t high = (millis << 16) | 0x7000ULL | (RandomWord() & 0x0FFFULL);
+  uint64_t low = (RandomWord() & ~(0xC000ULL << 48)) | (0x8000ULL << 48);
   return RunId(high, low);
 }
 
 absl::StatusOr<RunId> RunId::Parse(std::string_view text) {
   auto invalid = [&] {
-    return absl::InvalidArgumentError(StrCat(
-        "run id \"", text.substr(0, 64),
-        "\" is not a UUID (expected 8-4-4-4-12 hexadecimal digits)"));
+    return absl::InvalidArgumentError(
+        StrCat("run id \"", text.substr(0, 64),
+               "\" is not a UUID (expected 8-4-4-4-12 hexadecimal digits)"));
   };
   if (text.size() != 36) return invalid();
   uint64_t words[2] = {0, 0};
@@ -67,6 +69,14 @@ std::string RunId::ToString() const {
   return std::string(buf, 36);
 }
 
-std::string NewWorkerId() { return RunId::Random().ToString(); }
+std::string NewWorkerId() {
+  // 15 characters: short enough for the small-string buffer of std::string,
+  // since a worker id is copied onto every task it claims.
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuv";
+  uint64_t bits = RandomWord();
+  std::string id = "w";
+  for (int i = 0; i < 14; ++i, bits >>= 5) id.push_back(kDigits[bits & 31]);
+  return id;
+}
 
 }  // namespace sluice

@@ -18,84 +18,127 @@ namespace {
 
 constexpr int kMaxBatch = 10'000;
 
-// Applies the reports of one run: completions counted once per step, then
-// final failures, then whatever became ready.
-absl::Status ApplyRunReports(Engine::Impl& impl, Transaction& tx,
-                             const RunId& run_id,
-                             const std::vector<OutboxReport>& reports,
-                             absl::Time now, WriteBatch& writes,
-                             TransactionEffects& effects) {
-  SLUICE_ASSIGN_OR_RETURN(std::optional<RunRecord> run,
-                          tx.GetRun(run_id, LockMode::kForUpdate));
-  if (!run || IsTerminal(run->status)) return absl::OkStatus();
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
-                          impl.FlowFor(tx, run->flow_slug));
-  SLUICE_ASSIGN_OR_RETURN(std::vector<StepStateRecord> steps,
-                          tx.GetStepStates(run_id));
-  RunProgress progress(
-      RunProgress::Context{tx, *flow, now, writes,
-                           impl.wants_events() ? &effects.events : nullptr},
-      std::move(*run), std::move(steps));
-
+// The reports of one run, sorted out: completions counted per step, final
+// failures in report order.
+struct RunReports {
+  RunId run_id;
   std::map<int, int> completions;
   std::vector<const OutboxReport*> failures;
-  for (const OutboxReport& r : reports) {
-    if (r.task.step_index < 0 || r.task.step_index >= flow->step_count()) {
-      return absl::InternalError(
-          StrCat("report ", r.report_id, " names step ", r.task.step_index,
-                 " of flow \"", flow->slug(), "\", which does not exist"));
-    }
-    if (r.kind == ReportKind::kCompleted) {
-      ++completions[r.task.step_index];
-    } else {
-      failures.push_back(&r);
-    }
+};
+
+std::string TypeViolationError(const CompiledFlow& flow, int step_index,
+                               const std::string& task_error) {
+  const CompiledStep& step = flow.step(step_index);
+  for (int d : step.dependents) {
+    if (flow.step(d).shape->kind != StepKind::kMap) continue;
+    return StrCat("[TYPE_VIOLATION] Map step \"", flow.step(d).shape->slug,
+                  "\" expects array input but dependency \"", step.shape->slug,
+                  "\" produced something else: ", task_error);
   }
-  for (const auto& [step, count] : completions) {
-    SLUICE_RETURN_IF_ERROR(progress.CompleteTasks(step, count));
-  }
-  if (!failures.empty()) {
-    std::vector<TaskKey> keys;
-    for (const OutboxReport* r : failures) keys.push_back(r->task);
-    SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                            tx.GetTasks(keys, TaskFields::kNoPayloads));
-    for (size_t i = 0; i < failures.size(); ++i) {
-      const OutboxReport& r = *failures[i];
-      std::string error = tasks[i] ? tasks[i]->error : "task failed";
-      if (r.kind == ReportKind::kTypeViolation) {
-        const CompiledStep& step = flow->step(r.task.step_index);
-        for (int d : step.dependents) {
-          if (flow->step(d).shape->kind != StepKind::kMap) continue;
-          error =
-              StrCat("[TYPE_VIOLATION] Map step \"", flow->step(d).shape->slug,
-                     "\" expects array input but dependency \"",
-                     step.shape->slug, "\" produced something else: ", error);
-          break;
-        }
-        SLUICE_RETURN_IF_ERROR(
-            progress.FailTypeViolation(r.task.step_index, error));
-      } else {
-        SLUICE_RETURN_IF_ERROR(progress.ExhaustTask(r.task.step_index, error));
-      }
-    }
-  }
-  SLUICE_RETURN_IF_ERROR(progress.Advance());
-  progress.Finish();
-  return absl::OkStatus();
+  return task_error;
 }
 
-// Applies reports already taken from the outbox in `tx`, runs in ascending
-// id order (the engine's lock order).
+// Applies reports already taken from the outbox in `tx`. Every read is one
+// call for the whole batch: the runs (locked in ascending id order, the
+// engine's lock order) and their step states without payloads, the outputs
+// of every step the batch completes, and the errors of failed tasks.
 absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
                                std::vector<OutboxReport> reports,
                                TransactionEffects& effects) {
-  std::map<RunId, std::vector<OutboxReport>> by_run;
-  for (OutboxReport& r : reports) by_run[r.task.run_id].push_back(std::move(r));
+  std::map<RunId, RunReports> by_run;
+  for (const OutboxReport& r : reports) {
+    RunReports& rr = by_run[r.task.run_id];
+    rr.run_id = r.task.run_id;
+    if (r.kind == ReportKind::kCompleted) {
+      ++rr.completions[r.task.step_index];
+    } else {
+      rr.failures.push_back(&r);
+    }
+  }
+  std::vector<RunId> run_ids;
+  for (const auto& [id, rr] : by_run) run_ids.push_back(id);
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
+  std::vector<RunId> live_ids;
+  std::vector<RunRecord> live_runs;
+  std::vector<const RunReports*> live_reports;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (!runs[i] || IsTerminal(runs[i]->status)) continue;  // reports drop
+    live_ids.push_back(run_ids[i]);
+    live_runs.push_back(std::move(*runs[i]));
+    live_reports.push_back(&by_run[run_ids[i]]);
+  }
+  if (live_ids.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::vector<StepStateRecord>> states,
+                          tx.GetStepStates(live_ids, Fields::kNoPayloads));
+
   absl::Time now = impl.Now();
   WriteBatch writes;
-  for (const auto& [run_id, run_reports] : by_run) {
-    SLUICE_RETURN_IF_ERROR(
-        ApplyRunReports(impl, tx, run_id, run_reports, now, writes, effects));
+  FlowLookup flows(impl, tx);
+  std::vector<RunProgress> progress;
+  progress.reserve(live_ids.size());
+  std::vector<StepRef> completing;
+  std::vector<TaskKey> failed_keys;
+  for (size_t i = 0; i < live_ids.size(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow,
+                            flows.Get(live_runs[i].flow_slug));
+    for (const auto& [step, count] : live_reports[i]->completions) {
+      if (step < 0 || step >= flow->step_count()) {
+        return absl::InternalError(StrCat("a report names step ", step,
+                                          " of flow \"", flow->slug(),
+                                          "\", which does not exist"));
+      }
+    }
+    progress.emplace_back(
+        RunProgress::Context{tx, *flow, now, writes,
+                             impl.wants_events() ? &effects.events : nullptr},
+        std::move(live_runs[i]), std::move(states[i]), Fields::kNoPayloads);
+    for (const auto& [step, count] : live_reports[i]->completions) {
+      if (progress.back().WouldComplete(step, count)) {
+        completing.push_back(StepRef{live_ids[i], step});
+      }
+    }
+    for (const OutboxReport* r : live_reports[i]->failures) {
+      failed_keys.push_back(r->task);
+    }
+  }
+  std::vector<std::vector<std::optional<Json>>> outputs;
+  if (!completing.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(outputs, tx.GetTaskOutputs(completing));
+  }
+  std::vector<std::optional<TaskRecord>> failed_tasks;
+  if (!failed_keys.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(failed_tasks,
+                            tx.GetTasks(failed_keys, Fields::kNoPayloads));
+  }
+  size_t next_output = 0;
+  size_t next_failure = 0;
+  for (size_t i = 0; i < progress.size(); ++i) {
+    RunProgress& run = progress[i];
+    for (const auto& [step, count] : live_reports[i]->completions) {
+      std::optional<std::vector<std::optional<Json>>> prefetched;
+      if (next_output < completing.size() &&
+          completing[next_output].run_id == live_ids[i] &&
+          completing[next_output].step_index == step) {
+        prefetched = std::move(outputs[next_output++]);
+      }
+      SLUICE_RETURN_IF_ERROR(
+          run.CompleteTasks(step, count, std::move(prefetched)));
+    }
+    for (const OutboxReport* r : live_reports[i]->failures) {
+      const std::optional<TaskRecord>& task = failed_tasks[next_failure++];
+      std::string error = task ? task->error : "task failed";
+      int step = r->task.step_index;
+      if (r->kind == ReportKind::kTypeViolation) {
+        SLUICE_RETURN_IF_ERROR(run.FailTypeViolation(
+            step, TypeViolationError(run.flow(), step, error)));
+      } else {
+        SLUICE_RETURN_IF_ERROR(run.ExhaustTask(step, error));
+      }
+    }
+    SLUICE_RETURN_IF_ERROR(run.Advance());
+    run.Finish();
   }
   return writes.Flush(tx, now, effects);
 }
@@ -147,8 +190,9 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
   const EngineOptions& options = impl_->options();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::Time now = impl_->Now();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> stalled,
-                          tx->FindStalledTasks(now, limit));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<TaskRecord> stalled,
+      tx->FindStalledTasks(now, limit, Fields::kNoPayloads));
   if (stalled.empty()) return 0;
   std::vector<TaskUpdate> updates;
   FlowLookup flows(*impl_, *tx);

@@ -44,23 +44,34 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input) {
     }
   }
   run.input = std::move(input);
-  RunProgress progress(context, std::move(run), std::move(steps), true);
+  RunProgress progress(context, std::move(run), std::move(steps),
+                       /*fresh=*/true, /*payloads_loaded=*/true);
   progress.Emit(EventKind::kRunStarted, -1, progress.run_.input);
   return progress;
 }
 
 RunProgress::RunProgress(Context context, RunRecord run,
-                         std::vector<StepStateRecord> steps)
-    : RunProgress(context, std::move(run), std::move(steps), false) {}
+                         std::vector<StepStateRecord> steps, Fields fields)
+    : RunProgress(context, std::move(run), std::move(steps), /*fresh=*/false,
+                  fields == Fields::kAll) {}
 
 RunProgress::RunProgress(Context context, RunRecord run,
-                         std::vector<StepStateRecord> steps, bool fresh)
+                         std::vector<StepStateRecord> steps, bool fresh,
+                         bool payloads_loaded)
     : ctx_(context),
       run_(std::move(run)),
       steps_(std::move(steps)),
       dirty_(steps_.size(), false),
       fresh_(fresh),
-      new_tasks_(steps_.size()) {}
+      payloads_loaded_(payloads_loaded),
+      new_tasks_(steps_.size()) {
+  if (!fresh_) {
+    step_deltas_.resize(steps_.size());
+    for (size_t i = 0; i < steps_.size(); ++i) {
+      step_deltas_[i].step = StepRef{run_.run_id, static_cast<int>(i)};
+    }
+  }
+}
 
 void RunProgress::Emit(EventKind kind, int step, std::optional<Json> value,
                        std::string error, SkipReason reason) {
@@ -77,40 +88,47 @@ void RunProgress::Emit(EventKind kind, int step, std::optional<Json> value,
   ctx_.events->push_back(std::move(e));
 }
 
-absl::StatusOr<int> RunProgress::AddRemainingTasks(int step, int delta) {
+void RunProgress::AddRemainingTasks(int step, int delta) {
   StepStateRecord& s = state(step);
-  if (fresh_) {
-    s.remaining_tasks = s.remaining_tasks.value_or(0) + delta;
-    return *s.remaining_tasks;
-  }
-  SLUICE_ASSIGN_OR_RETURN(
-      int value, ctx_.tx.AddStepRemainingTasks(run_.run_id, step, delta));
-  s.remaining_tasks = value;
-  return value;
+  s.remaining_tasks = s.remaining_tasks.value_or(0) + delta;
+  if (!fresh_) step_deltas_[step].remaining_tasks += delta;
 }
 
-absl::Status RunProgress::AddRemainingDeps(int step, int delta) {
-  StepStateRecord& s = state(step);
-  if (fresh_) {
-    s.remaining_deps += delta;
-    return absl::OkStatus();
-  }
+void RunProgress::AddRemainingDeps(int step, int delta) {
+  state(step).remaining_deps += delta;
+  if (!fresh_) step_deltas_[step].remaining_deps += delta;
+}
+
+void RunProgress::AddRemainingSteps(int delta) {
+  run_.remaining_steps += delta;
+  if (!fresh_) remaining_steps_delta_ += delta;
+}
+
+absl::Status RunProgress::LoadPayloads() {
+  if (payloads_loaded_) return absl::OkStatus();
+  RunId id = run_.run_id;
   SLUICE_ASSIGN_OR_RETURN(
-      s.remaining_deps, ctx_.tx.AddStepRemainingDeps(run_.run_id, step, delta));
+      std::vector<std::optional<RunRecord>> runs,
+      ctx_.tx.GetRuns(std::span(&id, 1), LockMode::kNone, Fields::kAll));
+  if (runs.empty() || !runs[0]) {
+    return absl::InternalError(
+        StrCat("run ", id.ToString(), " vanished while it was locked"));
+  }
+  run_.input = std::move(runs[0]->input);
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::vector<StepStateRecord>> stored,
+      ctx_.tx.GetStepStates(std::span(&id, 1), Fields::kAll));
+  for (StepStateRecord& s : stored[0]) {
+    // Outputs set in this transaction are newer than what is stored.
+    StepStateRecord& mine = state(s.step_index);
+    if (!mine.output.has_value()) mine.output = std::move(s.output);
+  }
+  payloads_loaded_ = true;
   return absl::OkStatus();
 }
 
-absl::Status RunProgress::AddRemainingSteps(int delta) {
-  if (fresh_) {
-    run_.remaining_steps += delta;
-    return absl::OkStatus();
-  }
-  SLUICE_ASSIGN_OR_RETURN(run_.remaining_steps,
-                          ctx_.tx.AddRunRemainingSteps(run_.run_id, delta));
-  return absl::OkStatus();
-}
-
-Json RunProgress::StepInput(int step) const {
+absl::StatusOr<Json> RunProgress::StepInput(int step) {
+  SLUICE_RETURN_IF_ERROR(LoadPayloads());
   boost::json::object input;
   const CompiledStep& s = ctx_.flow.step(step);
   input.reserve(1 + s.dependencies.size());
@@ -131,15 +149,17 @@ absl::Status RunProgress::Advance() {
       SLUICE_RETURN_IF_ERROR(ResolveReadyStep(i));
     }
   }
-  MaybeCompleteRun();
-  return absl::OkStatus();
+  return MaybeCompleteRun();
 }
 
 absl::Status RunProgress::ResolveReadyStep(int step) {
   const CompiledStep& s = ctx_.flow.step(step);
   const StepSpec& spec = s.shape->spec;
   bool needs_input = HasCondition(spec) || s.shape->kind == StepKind::kSingle;
-  Json input = needs_input ? StepInput(step) : Json();
+  Json input;
+  if (needs_input) {
+    SLUICE_ASSIGN_OR_RETURN(input, StepInput(step));
+  }
   if (HasCondition(spec) && !ConditionMet(spec, input)) {
     switch (spec.when_unmet) {
       case Policy::kFail:
@@ -165,7 +185,7 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
   StepStateRecord& st = state(step);
   st.status = StepStatus::kStarted;
   st.started_at = ctx_.now;
-  st.remaining_tasks = st.initial_tasks;
+  AddRemainingTasks(step, *st.initial_tasks - st.remaining_tasks.value_or(0));
   MarkDirty(step);
   Emit(EventKind::kStepStarted, step);
 
@@ -189,6 +209,7 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
       s.is_root_map ? run_.input : *state(s.dependencies.front()).output;
   const boost::json::array& elements = source.as_array();
   new_tasks_[step].reserve(elements.size());
+  ctx_.writes.ReserveTasks(elements.size());
   for (size_t k = 0; k < elements.size(); ++k) {
     create(static_cast<int>(k), elements[k]);
   }
@@ -200,18 +221,20 @@ absl::Status RunProgress::CompleteStep(int step, Json output) {
   st.status = StepStatus::kCompleted;
   if (!st.started_at) st.started_at = ctx_.now;
   st.finished_at = ctx_.now;
-  st.remaining_tasks = 0;
+  if (st.remaining_tasks.value_or(0) != 0) {
+    AddRemainingTasks(step, -*st.remaining_tasks);
+  }
   st.output = std::move(output);
   MarkDirty(step);
   Emit(EventKind::kStepCompleted, step, st.output);
-  SLUICE_RETURN_IF_ERROR(AddRemainingSteps(-1));
+  AddRemainingSteps(-1);
   return ReleaseDependents(step);
 }
 
 absl::Status RunProgress::ReleaseDependents(int step) {
   const StepStateRecord& parent = state(step);
   for (int d : ctx_.flow.step(step).dependents) {
-    SLUICE_RETURN_IF_ERROR(AddRemainingDeps(d, -1));
+    AddRemainingDeps(d, -1);
     StepStateRecord& child = state(d);
     bool is_map = ctx_.flow.step(d).shape->kind == StepKind::kMap;
     if (!is_map || child.initial_tasks.has_value()) continue;
@@ -240,11 +263,10 @@ absl::Status RunProgress::SkipStep(int step, SkipReason reason,
   st.skip_reason = reason;
   st.error = error;
   st.finished_at = ctx_.now;
-  st.remaining_tasks.reset();
   MarkDirty(step);
   Emit(EventKind::kStepSkipped, step, std::nullopt, error, reason);
   SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(step, TaskStatus::kSkipped));
-  SLUICE_RETURN_IF_ERROR(AddRemainingSteps(-1));
+  AddRemainingSteps(-1);
   return ReleaseDependents(step);
 }
 
@@ -267,13 +289,13 @@ absl::Status RunProgress::SkipCascade(int step, SkipReason reason,
     st.skip_reason = trigger ? reason : SkipReason::kDependencySkipped;
     st.error = trigger ? error : "";
     st.finished_at = ctx_.now;
-    st.remaining_tasks.reset();
     MarkDirty(i);
     Emit(EventKind::kStepSkipped, i, std::nullopt, st.error, st.skip_reason);
     SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(i, TaskStatus::kSkipped));
     ++skipped;
   }
-  return AddRemainingSteps(-skipped);
+  AddRemainingSteps(-skipped);
+  return absl::OkStatus();
 }
 
 absl::Status RunProgress::FailStep(int step, const std::string& error) {
@@ -316,9 +338,9 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
   if (fresh_) return absl::OkStatus();
   std::optional<int> only_step;
   if (step >= 0) only_step = step;
-  SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks,
-                          ctx_.tx.GetUnfinishedTasks(run_.run_id, only_step,
-                                                     TaskFields::kNoPayloads));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<TaskRecord> tasks,
+      ctx_.tx.GetUnfinishedTasks(run_.run_id, only_step, Fields::kNoPayloads));
   for (TaskRecord& task : tasks) {
     TaskStatus expected = task.status;
     int attempts = task.attempts;
@@ -331,8 +353,16 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
   return absl::OkStatus();
 }
 
-void RunProgress::MaybeCompleteRun() {
-  if (ended() || run_.remaining_steps != 0) return;
+absl::Status RunProgress::MaybeCompleteRun() {
+  if (ended() || run_.remaining_steps != 0) return absl::OkStatus();
+  for (const CompiledStep& step : ctx_.flow.steps()) {
+    const StepStateRecord& st = state(step.index);
+    if (step.is_leaf && st.status == StepStatus::kCompleted &&
+        !st.output.has_value()) {
+      SLUICE_RETURN_IF_ERROR(LoadPayloads());  // a leaf finished earlier
+      break;
+    }
+  }
   boost::json::object output;
   for (const CompiledStep& step : ctx_.flow.steps()) {
     const StepStateRecord& st = state(step.index);
@@ -345,28 +375,42 @@ void RunProgress::MaybeCompleteRun() {
   run_.finished_at = ctx_.now;
   run_dirty_ = true;
   Emit(EventKind::kRunCompleted, -1, run_.output);
+  return absl::OkStatus();
 }
 
-absl::Status RunProgress::CompleteTasks(int step, int count) {
+bool RunProgress::WouldComplete(int step, int count) const {
+  const StepStateRecord& st = steps_[step];
+  return !ended() && st.status == StepStatus::kStarted &&
+         st.remaining_tasks.value_or(0) - count <= 0;
+}
+
+absl::Status RunProgress::CompleteTasks(
+    int step, int count,
+    std::optional<std::vector<std::optional<Json>>> outputs) {
   if (ended() || state(step).status != StepStatus::kStarted) {
     return absl::OkStatus();
   }
-  SLUICE_ASSIGN_OR_RETURN(int remaining, AddRemainingTasks(step, -count));
+  AddRemainingTasks(step, -count);
+  int remaining = *state(step).remaining_tasks;
   if (remaining > 0) return absl::OkStatus();
   if (remaining < 0) {
     return absl::InternalError(StrCat(
         "run ", run_.run_id.ToString(), ": step \"", state(step).step_slug,
         "\" counted ", -remaining, " more completions than it has tasks"));
   }
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<Json>> outputs,
-                          ctx_.tx.GetTaskOutputs(run_.run_id, step));
+  if (!outputs) {
+    StepRef ref{run_.run_id, step};
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::vector<std::optional<Json>>> got,
+                            ctx_.tx.GetTaskOutputs(std::span(&ref, 1)));
+    outputs = std::move(got[0]);
+  }
   if (ctx_.flow.step(step).shape->kind == StepKind::kSingle) {
-    Json output = outputs.empty() ? Json() : outputs[0].value_or(Json());
+    Json output = outputs->empty() ? Json() : (*outputs)[0].value_or(Json());
     return CompleteStep(step, std::move(output));
   }
   boost::json::array aggregated;
-  aggregated.reserve(outputs.size());
-  for (std::optional<Json>& o : outputs) {
+  aggregated.reserve(outputs->size());
+  for (std::optional<Json>& o : *outputs) {
     aggregated.push_back(o ? std::move(*o) : Json());
   }
   return CompleteStep(step, std::move(aggregated));
@@ -410,10 +454,20 @@ void RunProgress::Finish() {
     for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
     return;
   }
-  if (run_dirty_) ctx_.writes.UpdateRun(run_);
   for (size_t i = 0; i < steps_.size(); ++i) {
-    if (dirty_[i]) ctx_.writes.UpdateStepState(steps_[i]);
+    const StepCounterDelta& d = step_deltas_[i];
+    if (d.remaining_tasks != 0 || d.remaining_deps != 0) {
+      ctx_.writes.AddStepCounters(
+          d, StepCounters{steps_[i].remaining_tasks.value_or(0),
+                          steps_[i].remaining_deps});
+    }
+    if (dirty_[i]) ctx_.writes.UpdateStepState(std::move(steps_[i]));
   }
+  if (remaining_steps_delta_ != 0) {
+    ctx_.writes.AddRunRemainingSteps({run_.run_id, remaining_steps_delta_},
+                                     run_.remaining_steps);
+  }
+  if (run_dirty_) ctx_.writes.UpdateRun(std::move(run_));
 }
 
 }  // namespace sluice

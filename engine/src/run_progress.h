@@ -2,12 +2,19 @@
 // taskless steps, starts ready steps, applies task outcomes, and settles the
 // run. This is where pgflow's rules live; backends only store the result.
 //
-// The caller holds the run's lock (GetRun with kForUpdate) for an existing
-// run. Steps are visited in definition order, which is topological, so one
-// pass resolves everything a change makes ready.
+// The caller holds the run's lock (GetRuns with kForUpdate) for a stored
+// run, so the run's counters and step states can be worked out in memory;
+// Finish() hands the changes to the WriteBatch, counters as add-and-return
+// deltas checked against the values computed here. Steps are visited in
+// definition order, which is topological, so one pass resolves everything a
+// change makes ready.
+//
+// A stored run may be loaded without payloads (run input, step outputs);
+// they are read on first need, which most transitions never have.
 #ifndef SLUICE_ENGINE_RUN_PROGRESS_H_
 #define SLUICE_ENGINE_RUN_PROGRESS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,16 +38,22 @@ class RunProgress {
 
   // A run that is not stored yet: `input` must already be validated.
   static RunProgress ForNewRun(Context context, RunId run_id, Json input);
-  // A stored run with all its step states.
+  // A stored run with all its step states, read with `fields`.
   RunProgress(Context context, RunRecord run,
-              std::vector<StepStateRecord> steps);
+              std::vector<StepStateRecord> steps, Fields fields);
 
   const RunRecord& run() const { return run_; }
+  const CompiledFlow& flow() const { return ctx_.flow; }
   bool ended() const { return IsTerminal(run_.status); }
+  // Whether `count` more completions finish `step` (to fetch its outputs
+  // ahead, together with other runs').
+  bool WouldComplete(int step, int count) const;
 
   // `count` tasks of `step` completed (their reports). Ignored unless the
-  // step is started.
-  absl::Status CompleteTasks(int step, int count);
+  // step is started. `outputs`, if given, are the step's task outputs.
+  absl::Status CompleteTasks(
+      int step, int count,
+      std::optional<std::vector<std::optional<Json>>> outputs = std::nullopt);
   // A task of `step` used up its attempts: applies when_exhausted.
   absl::Status ExhaustTask(int step, const std::string& error);
   // A task of `step` produced output its dependent map can't use.
@@ -50,24 +63,27 @@ class RunProgress {
 
   // Resolves every step that is ready, then completes the run if done.
   absl::Status Advance();
-  // Hands the changed records to the write batch.
+  // Hands the changes to the write batch.
   void Finish();
 
  private:
   RunProgress(Context context, RunRecord run,
-              std::vector<StepStateRecord> steps, bool fresh);
+              std::vector<StepStateRecord> steps, bool fresh,
+              bool payloads_loaded);
 
   StepStateRecord& state(int step) { return steps_[step]; }
   void MarkDirty(int step) { dirty_[step] = true; }
   void Emit(EventKind kind, int step, std::optional<Json> value = std::nullopt,
             std::string error = "", SkipReason reason = SkipReason::kNone);
 
-  // Counter moves: add-and-return on stored runs, in memory on new ones.
-  absl::StatusOr<int> AddRemainingTasks(int step, int delta);
-  absl::Status AddRemainingDeps(int step, int delta);
-  absl::Status AddRemainingSteps(int delta);
+  // Counter moves: in memory, and for a stored run recorded as deltas.
+  void AddRemainingTasks(int step, int delta);
+  void AddRemainingDeps(int step, int delta);
+  void AddRemainingSteps(int delta);
 
-  Json StepInput(int step) const;
+  // Reads the run input and stored step outputs, once.
+  absl::Status LoadPayloads();
+  absl::StatusOr<Json> StepInput(int step);
   absl::Status ResolveReadyStep(int step);
   absl::Status StartStep(int step, const Json& input);
   absl::Status CompleteStep(int step, Json output);
@@ -79,14 +95,17 @@ class RunProgress {
   absl::Status EndRun(RunStatus status, const std::string& error);
   // Ends the unfinished tasks of `step` (of every step if -1).
   absl::Status EndUnfinishedTasks(int step, TaskStatus status);
-  void MaybeCompleteRun();
+  absl::Status MaybeCompleteRun();
 
   Context ctx_;
   RunRecord run_;
   std::vector<StepStateRecord> steps_;
   std::vector<bool> dirty_;
+  std::vector<StepCounterDelta> step_deltas_;  // by step, for stored runs
+  int remaining_steps_delta_ = 0;
   bool run_dirty_ = false;
   bool fresh_;
+  bool payloads_loaded_;
   // Tasks created by this transaction, by step: handles into the batch.
   std::vector<std::vector<size_t>> new_tasks_;
 };

@@ -19,53 +19,83 @@ Json MessageBody(const TaskRecord& task, const std::string& run_id,
 
 size_t WriteBatch::CreateTask(TaskRecord task, Json message_body,
                               absl::Time visible_at) {
-  new_tasks_.push_back({std::move(task), std::move(message_body), visible_at});
+  new_tasks_.push_back(std::move(task));
+  new_messages_.push_back({std::move(message_body), visible_at});
+  archive_new_.push_back(false);
   return new_tasks_.size() - 1;
 }
 
 void WriteBatch::EndNewTask(size_t handle, TaskStatus status, absl::Time now) {
-  NewTask& t = new_tasks_[handle];
-  t.task.status = status;
-  t.task.finished_at = now;
-  t.archive = true;
+  TaskRecord& task = new_tasks_[handle];
+  task.status = status;
+  task.finished_at = now;
+  archive_new_[handle] = true;
 }
 
 absl::Status WriteBatch::SendAndInsertTasks(Transaction& tx, absl::Time now,
                                             TransactionEffects& effects) {
   if (new_tasks_.empty()) return absl::OkStatus();
-  // Group by queue, keeping each queue's tasks in creation order.
-  absl::flat_hash_map<std::string, std::vector<size_t>> by_queue;
-  for (size_t i = 0; i < new_tasks_.size(); ++i) {
-    by_queue[new_tasks_[i].task.queue_name].push_back(i);
-  }
-  std::vector<OutgoingMessage> messages;
-  std::vector<TaskRecord> tasks;
-  tasks.reserve(new_tasks_.size());
-  for (auto& [queue, indices] : by_queue) {
-    messages.clear();
-    messages.reserve(indices.size());
+  // Messages go out per queue; a flow-mode batch has one queue, so the
+  // common case sends everything in one call without regrouping.
+  size_t begin = 0;
+  while (begin < new_tasks_.size()) {
+    const std::string& queue = new_tasks_[begin].queue_name;
+    size_t end = begin;
     bool any_visible = false;
-    for (size_t i : indices) {
-      NewTask& t = new_tasks_[i];
-      messages.push_back({std::move(t.body), t.visible_at});
-      any_visible = any_visible || (t.visible_at <= now && !t.archive);
+    while (end < new_tasks_.size() && new_tasks_[end].queue_name == queue) {
+      any_visible = any_visible || (new_messages_[end].visible_at <= now &&
+                                    !archive_new_[end]);
+      ++end;
     }
+    std::span<OutgoingMessage> messages(new_messages_.data() + begin,
+                                        end - begin);
     SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
                             tx.SendMessages(queue, messages, now));
-    if (ids.size() != indices.size()) {
+    if (ids.size() != end - begin) {
       return absl::InternalError(StrCat("queue \"", queue, "\" returned ",
-                                        ids.size(), " ids for ", indices.size(),
+                                        ids.size(), " ids for ", end - begin,
                                         " messages"));
     }
-    for (size_t j = 0; j < indices.size(); ++j) {
-      NewTask& t = new_tasks_[indices[j]];
-      t.task.message_id = ids[j];
-      if (t.archive) archives_[queue].push_back(ids[j]);
+    for (size_t i = begin; i < end; ++i) {
+      new_tasks_[i].message_id = ids[i - begin];
+      if (archive_new_[i]) archives_[queue].push_back(ids[i - begin]);
     }
     if (any_visible) effects.queues_to_wake.insert(queue);
+    begin = end;
   }
-  for (NewTask& t : new_tasks_) tasks.push_back(std::move(t.task));
-  return tx.InsertTasks(tasks);
+  return tx.InsertTasks(new_tasks_);
+}
+
+absl::Status WriteBatch::MoveCounters(Transaction& tx) {
+  if (!step_deltas_.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<StepCounters> got,
+                            tx.AddStepCounters(step_deltas_));
+    for (size_t i = 0; i < got.size(); ++i) {
+      const StepCounters& want = expected_steps_[i];
+      if (got[i].remaining_tasks != want.remaining_tasks ||
+          got[i].remaining_deps != want.remaining_deps) {
+        return absl::InternalError(
+            StrCat("run ", step_deltas_[i].step.run_id.ToString(), " step ",
+                   step_deltas_[i].step.step_index, ": counters are (tasks ",
+                   got[i].remaining_tasks, ", deps ", got[i].remaining_deps,
+                   ") but the engine expected (", want.remaining_tasks, ", ",
+                   want.remaining_deps, "); nothing was changed"));
+      }
+    }
+  }
+  if (!run_deltas_.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<int> got,
+                            tx.AddRunRemainingSteps(run_deltas_));
+    for (size_t i = 0; i < got.size(); ++i) {
+      if (got[i] != expected_runs_[i]) {
+        return absl::InternalError(
+            StrCat("run ", run_deltas_[i].run_id.ToString(),
+                   ": remaining_steps is ", got[i], " but the engine expected ",
+                   expected_runs_[i], "; nothing was changed"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
@@ -75,22 +105,16 @@ absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
     SLUICE_RETURN_IF_ERROR(tx.InsertStepStates(new_step_states_));
   }
   SLUICE_RETURN_IF_ERROR(SendAndInsertTasks(tx, now, effects));
-  for (const RunRecord& run : updated_runs_) {
-    SLUICE_RETURN_IF_ERROR(tx.UpdateRun(run));
-  }
+  if (!updated_runs_.empty())
+    SLUICE_RETURN_IF_ERROR(tx.UpdateRuns(updated_runs_));
   if (!updated_step_states_.empty()) {
     SLUICE_RETURN_IF_ERROR(tx.UpdateStepStates(updated_step_states_));
   }
+  SLUICE_RETURN_IF_ERROR(MoveCounters(tx));
   if (!task_updates_.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx.UpdateTasks(task_updates_));
     (void)applied;  // a task another transaction ended first stays as it is
-  }
-  for (auto& [queue, updates] : visibility_) {
-    SLUICE_RETURN_IF_ERROR(tx.SetVisibility(queue, updates));
-    for (const VisibilityUpdate& u : updates) {
-      if (u.visible_at <= now) effects.queues_to_wake.insert(queue);
-    }
   }
   for (auto& [queue, ids] : archives_) {
     SLUICE_RETURN_IF_ERROR(tx.ArchiveMessages(queue, ids, now));

@@ -1,6 +1,6 @@
 // The writes of one engine transaction, gathered so they reach the backend
-// in a few batched calls: new runs, step states and tasks, their messages,
-// and changes to existing records.
+// in a few batched calls: new runs, step states and tasks with their
+// messages, changes to stored records, and counter moves.
 #ifndef SLUICE_ENGINE_WRITE_BATCH_H_
 #define SLUICE_ENGINE_WRITE_BATCH_H_
 
@@ -28,6 +28,26 @@ class WriteBatch {
     task_updates_.push_back(std::move(update));
   }
 
+  // Counter moves, applied with add-and-return. The engine computed the
+  // values it expects under the run's lock; Flush() fails with kInternal if
+  // the backend returns anything else, so a drifted counter is never
+  // committed.
+  void AddStepCounters(StepCounterDelta delta, StepCounters expected) {
+    step_deltas_.push_back(std::move(delta));
+    expected_steps_.push_back(expected);
+  }
+  void AddRunRemainingSteps(RunCounterDelta delta, int expected) {
+    run_deltas_.push_back(std::move(delta));
+    expected_runs_.push_back(expected);
+  }
+
+  // Makes room for `count` more new tasks.
+  void ReserveTasks(size_t count) {
+    new_tasks_.reserve(new_tasks_.size() + count);
+    new_messages_.reserve(new_messages_.size() + count);
+    archive_new_.reserve(archive_new_.size() + count);
+  }
+
   // Queues a new task and its message (sent at Flush, visible at
   // `visible_at`). Returns a handle for EndNewTask.
   size_t CreateTask(TaskRecord task, Json message_body, absl::Time visible_at);
@@ -38,35 +58,31 @@ class WriteBatch {
   void Archive(const std::string& queue, int64_t message_id) {
     archives_[queue].push_back(message_id);
   }
-  void SetVisible(const std::string& queue, int64_t message_id,
-                  absl::Time visible_at) {
-    visibility_[queue].push_back({message_id, visible_at});
-  }
 
   // Writes everything: inserts first (runs, step states, messages, tasks),
-  // then updates, visibility changes and archives. Records the queues that
-  // got new visible messages in `effects`.
+  // then updates, counters and archives. Records the queues that got new
+  // visible messages in `effects`.
   absl::Status Flush(Transaction& tx, absl::Time now,
                      TransactionEffects& effects);
 
  private:
-  struct NewTask {
-    TaskRecord task;
-    Json body;
-    absl::Time visible_at;
-    bool archive = false;
-  };
   absl::Status SendAndInsertTasks(Transaction& tx, absl::Time now,
                                   TransactionEffects& effects);
+  absl::Status MoveCounters(Transaction& tx);
 
   std::vector<RunRecord> new_runs_;
   std::vector<StepStateRecord> new_step_states_;
-  std::vector<NewTask> new_tasks_;
+  std::vector<TaskRecord> new_tasks_;
+  std::vector<OutgoingMessage> new_messages_;  // one per new task
+  std::vector<bool> archive_new_;              // one per new task
   std::vector<RunRecord> updated_runs_;
   std::vector<StepStateRecord> updated_step_states_;
   std::vector<TaskUpdate> task_updates_;
+  std::vector<StepCounterDelta> step_deltas_;
+  std::vector<StepCounters> expected_steps_;
+  std::vector<RunCounterDelta> run_deltas_;
+  std::vector<int> expected_runs_;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives_;
-  absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> visibility_;
 };
 
 // The body of a task's message, for any pgmq client reading the queue.

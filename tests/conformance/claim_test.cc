@@ -114,7 +114,8 @@ TEST_P(Claims, TerminalTaskWithALiveMessage_HasItsMessageArchived) {
     TaskUpdate update{ended, ended.status, ended.attempts};
     update.task.status = TaskStatus::kCancelled;
     update.task.finished_at = clock().Now();
-    auto applied = (*tx)->UpdateTasks(std::vector<TaskUpdate>{update});
+    std::vector<TaskUpdate> updates = {update};
+    auto applied = (*tx)->UpdateTasks(updates);
     ASSERT_TRUE(applied.ok() && (*applied)[0]);
     ASSERT_TRUE((*tx)->Commit().ok());
   }

@@ -79,9 +79,9 @@ class FaultInjection : public Conformance {
           " output=", r.output ? boost::json::serialize(*r.output) : "-",
           " error=", r.error, "\n");
       if (with_ids) absl::StrAppend(&s, "id=", r.run_id.ToString(), "\n");
-      auto steps = (*tx)->GetStepStates(r.run_id);
+      auto steps = (*tx)->GetStepStates(std::span(&r.run_id, 1), Fields::kAll);
       EXPECT_TRUE(steps.ok());
-      for (const StepStateRecord& st : *steps) {
+      for (const StepStateRecord& st : (*steps)[0]) {
         absl::StrAppend(
             &s, " step ", st.step_slug, " ", std::string(ToString(st.status)),
             " deps=", st.remaining_deps,

@@ -5,11 +5,17 @@
 // transition and its message move together or not at all.
 //
 // Contract for every method:
-// - A call that fails leaves the transaction unusable: the caller must drop
-//   it, which rolls back everything the transaction did.
+// - "May move from" an argument means the backend may take the JSON and
+//   strings it stores; keys, ids, counters, times, queue and flow names are
+//   left as given, so the caller may still read them.
+// - A call that fails leaves the transaction unusable: every later call,
+//   Commit() included, returns kFailedPrecondition, and dropping it rolls
+//   back everything the transaction did.
 // - Nothing a transaction does is visible to others before Commit() succeeds;
 //   a failed Commit() applies nothing.
-// - Time comes from the caller: no backend reads a clock of its own.
+// - Time comes from the caller: no backend reads a clock of its own. Times
+//   are kept to the microsecond.
+// - Ids handed out by a rolled-back transaction may or may not be reused.
 // - Errors use Abseil's retry meaning: kAborted (serialization failure or a
 //   lost race: retry the transaction), kUnavailable (connection or I/O
 //   trouble: retry later), kAlreadyExists / kNotFound (the record says so),
@@ -19,7 +25,8 @@
 //   its step states and tasks. Backends whose transactions are exclusive
 //   (memory, SQLite) may ignore locks.
 //
-// A Transaction is used by one thread at a time. A Backend is safe for
+// A Transaction is used by the thread that began it, which must not hold
+// another open transaction of the same backend. A Backend is safe for
 // concurrent use.
 #ifndef SLUICE_BACKEND_H_
 #define SLUICE_BACKEND_H_
@@ -41,14 +48,16 @@ namespace sluice {
 
 enum class LockMode { kNone, kForUpdate };
 
-// Which task fields a read fills. kNoPayloads leaves input and output empty,
-// for paths that only need a task's state.
-enum class TaskFields { kAll, kNoPayloads };
+// Which JSON a read fills. kNoPayloads leaves run input and output, step
+// outputs, task input and output, and message bodies empty, for paths that
+// only need state; it must not even parse them.
+enum class Fields { kAll, kNoPayloads };
 
 // A conditional task write: applied only if the stored task still has
 // `expected_status` and `expected_attempts` (compare-and-set). It writes the
 // mutable fields: status, attempts, output, error, started_at, finished_at,
-// stall_at, requeued_count and worker_id. Input, queue_name, message_id and
+// stall_at, requeued_count and worker_id (so a task read with kNoPayloads and
+// written back loses its output). Input, queue_name, message_id and
 // queued_at never change after creation.
 struct TaskUpdate {
   TaskRecord task;
@@ -56,9 +65,31 @@ struct TaskUpdate {
   int expected_attempts = 0;
 };
 
+// Names one step of one run.
+struct StepRef {
+  RunId run_id;
+  int step_index = 0;
+};
+
+// Counter moves (add-and-return).
+struct StepCounterDelta {
+  StepRef step;
+  int remaining_tasks = 0;  // added to remaining_tasks (unset counts as 0)
+  int remaining_deps = 0;   // added to remaining_deps
+};
+struct StepCounters {
+  int remaining_tasks = 0;
+  int remaining_deps = 0;
+};
+struct RunCounterDelta {
+  RunId run_id;
+  int remaining_steps = 0;
+};
+
 // Where a message is.
 struct MessageLocation {
   bool archived = false;
+  std::optional<absl::Time> archived_at;
   MessageRecord message;
 };
 
@@ -89,74 +120,88 @@ class Transaction {
 
   // --- Runs ---------------------------------------------------------------
 
-  // kAlreadyExists if any run id exists.
-  virtual absl::Status InsertRuns(std::span<const RunRecord> runs) = 0;
-  virtual absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
-                                                          LockMode lock) = 0;
-  // Writes status, output, remaining_steps, error and finished_at.
-  // kNotFound if the run does not exist.
-  virtual absl::Status UpdateRun(const RunRecord& run) = 0;
-  // Adds `delta` to remaining_steps and returns the new value.
-  virtual absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id,
-                                                   int delta) = 0;
-  // Runs of `flow_slug` (all flows if empty), newest first, at most `limit`.
+  // May move from `runs`. kAlreadyExists if any run id exists.
+  virtual absl::Status InsertRuns(std::span<RunRecord> runs) = 0;
+  // One entry per id, in order; nullopt where no such run exists. With
+  // kForUpdate, locks the rows in the order given (the engine passes
+  // ascending ids).
+  virtual absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields) = 0;
+  // Writes status, output, error and finished_at (remaining_steps moves only
+  // by AddRunRemainingSteps); may move from output and error. kNotFound if a
+  // run does not exist.
+  virtual absl::Status UpdateRuns(std::span<RunRecord> runs) = 0;
+  // Adds each delta and returns the new values, in order.
+  virtual absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
+      std::span<const RunCounterDelta> deltas) = 0;
+  // Runs of `flow_slug` (all flows if empty), newest first (ties: the later
+  // insert first), at most `limit`.
   virtual absl::StatusOr<std::vector<RunRecord>> ListRuns(
       std::string_view flow_slug, int limit) = 0;
+  // Ended runs (completed, failed or cancelled) that finished before
+  // `finished_before`, earliest first, at most `limit`; skips runs other
+  // transactions hold. Payloads are not filled.
+  virtual absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
+      absl::Time finished_before, int limit) = 0;
+  // Deletes runs with their step states, tasks, outbox reports and their
+  // tasks' messages (live and archived). Ids that don't exist are skipped.
+  // Returns the number of runs deleted.
+  virtual absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) = 0;
 
   // --- Step states --------------------------------------------------------
 
-  virtual absl::Status InsertStepStates(
-      std::span<const StepStateRecord> states) = 0;
-  // All step states of a run, by step index.
-  virtual absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
-      const RunId& run_id) = 0;
-  // Writes status, initial_tasks, remaining_tasks, output, error, skip_reason,
-  // started_at and finished_at (remaining_deps only moves by the add below).
-  virtual absl::Status UpdateStepStates(
-      std::span<const StepStateRecord> states) = 0;
-  // Add `delta` to a counter and return the new value.
-  virtual absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id,
-                                                    int step_index,
-                                                    int delta) = 0;
-  virtual absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id,
-                                                   int step_index,
-                                                   int delta) = 0;
+  // May move from `states`. kNotFound if a state's run does not exist,
+  // kAlreadyExists if the (run, step) exists.
+  virtual absl::Status InsertStepStates(std::span<StepStateRecord> states) = 0;
+  // The step states of each run, by step index; one entry per run id, in
+  // order (empty for a run that does not exist).
+  virtual absl::StatusOr<std::vector<std::vector<StepStateRecord>>>
+  GetStepStates(std::span<const RunId> run_ids, Fields fields) = 0;
+  // Writes status, initial_tasks, output, error, skip_reason, started_at and
+  // finished_at (the counters move only by AddStepCounters); may move from
+  // output and error. kNotFound if a step state does not exist.
+  virtual absl::Status UpdateStepStates(std::span<StepStateRecord> states) = 0;
+  // Adds each delta and returns the new counters, in order. Any delta sets
+  // an unset remaining_tasks (it counts as 0), even a zero one.
+  virtual absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas) = 0;
 
   // --- Tasks --------------------------------------------------------------
 
+  // May move from `tasks`. kNotFound if a task's run does not exist;
   // kAlreadyExists if any task key, or any (queue_name, message_id), exists.
-  virtual absl::Status InsertTasks(std::span<const TaskRecord> tasks) = 0;
+  virtual absl::Status InsertTasks(std::span<TaskRecord> tasks) = 0;
   // One entry per key, in order; nullopt where no such task exists.
   virtual absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
-      std::span<const TaskKey> keys, TaskFields fields) = 0;
-  // The tasks whose message is (queue, id), one entry per id, in order.
+      std::span<const TaskKey> keys, Fields fields) = 0;
+  // The tasks whose message is (queue, id), one entry per id, in order
+  // (all nullopt for a queue that does not exist).
   virtual absl::StatusOr<std::vector<std::optional<TaskRecord>>>
   GetTasksByMessage(std::string_view queue,
-                    std::span<const int64_t> message_ids,
-                    TaskFields fields) = 0;
-  // Applies each compare-and-set update; returns, per update, whether it
-  // applied.
+                    std::span<const int64_t> message_ids, Fields fields) = 0;
+  // Applies each compare-and-set update; may move from `updates`. Returns,
+  // per update, whether it applied.
   virtual absl::StatusOr<std::vector<bool>> UpdateTasks(
-      std::span<const TaskUpdate> updates) = 0;
+      std::span<TaskUpdate> updates) = 0;
   // The queued and started tasks of a run (of one step if `step_index` is
   // set), by step then task index.
   virtual absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
-      const RunId& run_id, std::optional<int> step_index,
-      TaskFields fields) = 0;
+      const RunId& run_id, std::optional<int> step_index, Fields fields) = 0;
   // All tasks of a run, by step then task index.
   virtual absl::StatusOr<std::vector<TaskRecord>> ListTasks(
       const RunId& run_id) = 0;
-  // The outputs of one step's tasks, by task index (nullopt where absent).
-  virtual absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
-      const RunId& run_id, int step_index) = 0;
+  // For each step, one entry per existing task, in task index order (nullopt
+  // where a task has no output); one entry per step, in order.
+  virtual absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
+  GetTaskOutputs(std::span<const StepRef> steps) = 0;
   // Started tasks whose stall_at is before `now`, earliest first, at most
   // `limit`. Locks them; skips tasks other transactions hold.
   virtual absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
-      absl::Time now, int limit) = 0;
+      absl::Time now, int limit, Fields fields) = 0;
 
   // --- Outbox -------------------------------------------------------------
 
-  // Appends reports; returns the ids assigned, in order.
+  // Appends reports; returns the ids assigned, in order (increasing).
   virtual absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports) = 0;
   // Deletes and returns those of `report_ids` still present, by id. A report
@@ -172,16 +217,19 @@ class Transaction {
   // --- Queues (pgmq semantics) -------------------------------------------
   // kNotFound for a queue that does not exist.
 
-  // Inserts messages in order with enqueued_at = now; returns their ids.
+  // Inserts messages in order with enqueued_at = now; returns their ids,
+  // which increase within a queue and are never reused once committed. May
+  // move from `messages`.
   virtual absl::StatusOr<std::vector<int64_t>> SendMessages(
-      std::string_view queue, std::span<const OutgoingMessage> messages,
+      std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) = 0;
   // Takes up to `limit` messages visible at `now` (visible_at <= now) in id
   // order, skipping any another transaction holds; sets each one's
-  // visible_at to `visible_until` and adds 1 to its read_count.
+  // visible_at to `visible_until` and adds 1 to its read_count. With
+  // kNoPayloads the bodies are left empty.
   virtual absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
-      absl::Time visible_until) = 0;
+      absl::Time visible_until, Fields fields) = 0;
   // Sets visible_at of live messages; ids not live are skipped.
   virtual absl::Status SetVisibility(
       std::string_view queue, std::span<const VisibilityUpdate> updates) = 0;
@@ -203,14 +251,15 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 1;
+  static constexpr int kInterfaceVersion = 2;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }
   // "memory", "sqlite", ...
   virtual std::string_view name() const = 0;
   // Starts a read-write transaction. May block while another process or
-  // thread holds the write lock; kUnavailable if it can't start.
+  // thread holds the write lock; kUnavailable if it can't start;
+  // kFailedPrecondition if this thread already has one open.
   virtual absl::StatusOr<std::unique_ptr<Transaction>> Begin() = 0;
 };
 

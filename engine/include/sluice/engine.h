@@ -4,8 +4,8 @@
 //   auto backend = sluice::OpenBackend("sqlite:app.db");
 //   auto engine = sluice::Engine::Create(*backend);
 //   (*engine)->Deploy(flow);
-//   absl::StatusOr<sluice::RunId> run = (*engine)->StartRun("resize_album", input);
-//   auto worker = (*engine)->StartWorker(flow, {.concurrency = 8});
+//   absl::StatusOr<sluice::RunId> run = (*engine)->StartRun("resize_album",
+//   input); auto worker = (*engine)->StartWorker(flow, {.concurrency = 8});
 //
 // Every call validates its input before touching the backend and returns
 // kInvalidArgument, naming the problem, without changing anything.
@@ -71,6 +71,10 @@ class StepSet {
   void Add(std::string_view flow_slug, int step_index);
   void AddFlow(const FlowShape& flow);
   bool Contains(std::string_view flow_slug, int step_index) const;
+  // Each flow with a flag per step index.
+  const std::vector<std::pair<std::string, std::vector<bool>>>& flows() const {
+    return flows_;
+  }
 
  private:
   std::vector<std::pair<std::string, std::vector<bool>>> flows_;
@@ -150,6 +154,13 @@ class Engine {
   absl::Status CancelRun(const RunId& run_id);
 
   absl::StatusOr<RunView> GetRun(const RunId& run_id);
+  // Deletes an ended run with its step states, tasks and their messages.
+  // kFailedPrecondition for a run that is still started (cancel it first).
+  absl::Status DeleteRun(const RunId& run_id);
+  // Deletes up to `limit` runs that ended before `finished_before`, oldest
+  // first, in one transaction; never a started run. Returns how many; call
+  // again until it returns fewer than `limit`.
+  absl::StatusOr<int> PruneRuns(absl::Time finished_before, int limit);
   absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
                                                   int limit);
 
@@ -165,7 +176,8 @@ class Engine {
 
   // Records handler results in one transaction. Completions and final
   // failures append outbox reports; apply them with ApplyReports.
-  absl::StatusOr<FinishOutcome> FinishTasks(std::span<const TaskResult> results);
+  absl::StatusOr<FinishOutcome> FinishTasks(
+      std::span<const TaskResult> results);
 
   // Applies reports (the push path): moves step counters, starts dependents,
   // settles runs. Reports already applied are skipped.
@@ -187,8 +199,8 @@ class Engine {
 
   // Deploys `flow` (Deploy), then registers and starts a worker serving the
   // flow's queue. Fails without registering if deployment fails.
-  absl::StatusOr<std::unique_ptr<Worker>> StartWorker(const Flow& flow,
-                                                      WorkerOptions options = {});
+  absl::StatusOr<std::unique_ptr<Worker>> StartWorker(
+      const Flow& flow, WorkerOptions options = {});
   // Queues of deployed flows and how many live workers serve each.
   absl::StatusOr<std::vector<QueueCoverage>> Coverage(
       absl::Duration liveness = absl::Seconds(30));

@@ -53,77 +53,79 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("CreateQueue"));
     return target_->CreateQueue(queue);
   }
-  absl::Status InsertRuns(std::span<const RunRecord> runs) override {
+  absl::Status InsertRuns(std::span<RunRecord> runs) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("InsertRuns"));
     return target_->InsertRuns(runs);
   }
-  absl::StatusOr<std::optional<RunRecord>> GetRun(const RunId& run_id,
-                                                  LockMode lock) override {
-    SLUICE_RETURN_IF_ERROR(BeforeCall("GetRun"));
-    return target_->GetRun(run_id, lock);
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetRuns"));
+    return target_->GetRuns(run_ids, lock, fields);
   }
-  absl::Status UpdateRun(const RunRecord& run) override {
-    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateRun"));
-    return target_->UpdateRun(run);
+  absl::Status UpdateRuns(std::span<RunRecord> runs) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateRuns"));
+    return target_->UpdateRuns(runs);
   }
-  absl::StatusOr<int> AddRunRemainingSteps(const RunId& run_id,
-                                           int delta) override {
+  absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
+      std::span<const RunCounterDelta> deltas) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("AddRunRemainingSteps"));
-    return target_->AddRunRemainingSteps(run_id, delta);
+    return target_->AddRunRemainingSteps(deltas);
   }
   absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
                                                   int limit) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListRuns"));
     return target_->ListRuns(flow_slug, limit);
   }
-  absl::Status InsertStepStates(
-      std::span<const StepStateRecord> states) override {
+  absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
+      absl::Time finished_before, int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("FindFinishedRuns"));
+    return target_->FindFinishedRuns(finished_before, limit);
+  }
+  absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteRuns"));
+    return target_->DeleteRuns(run_ids);
+  }
+  absl::Status InsertStepStates(std::span<StepStateRecord> states) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("InsertStepStates"));
     return target_->InsertStepStates(states);
   }
-  absl::StatusOr<std::vector<StepStateRecord>> GetStepStates(
-      const RunId& run_id) override {
+  absl::StatusOr<std::vector<std::vector<StepStateRecord>>> GetStepStates(
+      std::span<const RunId> run_ids, Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetStepStates"));
-    return target_->GetStepStates(run_id);
+    return target_->GetStepStates(run_ids, fields);
   }
-  absl::Status UpdateStepStates(
-      std::span<const StepStateRecord> states) override {
+  absl::Status UpdateStepStates(std::span<StepStateRecord> states) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateStepStates"));
     return target_->UpdateStepStates(states);
   }
-  absl::StatusOr<int> AddStepRemainingTasks(const RunId& run_id, int step_index,
-                                            int delta) override {
-    SLUICE_RETURN_IF_ERROR(BeforeCall("AddStepRemainingTasks"));
-    return target_->AddStepRemainingTasks(run_id, step_index, delta);
+  absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AddStepCounters"));
+    return target_->AddStepCounters(deltas);
   }
-  absl::StatusOr<int> AddStepRemainingDeps(const RunId& run_id, int step_index,
-                                           int delta) override {
-    SLUICE_RETURN_IF_ERROR(BeforeCall("AddStepRemainingDeps"));
-    return target_->AddStepRemainingDeps(run_id, step_index, delta);
-  }
-  absl::Status InsertTasks(std::span<const TaskRecord> tasks) override {
+  absl::Status InsertTasks(std::span<TaskRecord> tasks) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("InsertTasks"));
     return target_->InsertTasks(tasks);
   }
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
-      std::span<const TaskKey> keys, TaskFields fields) override {
+      std::span<const TaskKey> keys, Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetTasks"));
     return target_->GetTasks(keys, fields);
   }
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
       std::string_view queue, std::span<const int64_t> message_ids,
-      TaskFields fields) override {
+      Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetTasksByMessage"));
     return target_->GetTasksByMessage(queue, message_ids, fields);
   }
   absl::StatusOr<std::vector<bool>> UpdateTasks(
-      std::span<const TaskUpdate> updates) override {
+      std::span<TaskUpdate> updates) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateTasks"));
     return target_->UpdateTasks(updates);
   }
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index,
-      TaskFields fields) override {
+      Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetUnfinishedTasks"));
     return target_->GetUnfinishedTasks(run_id, step_index, fields);
   }
@@ -132,15 +134,15 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListTasks"));
     return target_->ListTasks(run_id);
   }
-  absl::StatusOr<std::vector<std::optional<Json>>> GetTaskOutputs(
-      const RunId& run_id, int step_index) override {
+  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+      std::span<const StepRef> steps) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetTaskOutputs"));
-    return target_->GetTaskOutputs(run_id, step_index);
+    return target_->GetTaskOutputs(steps);
   }
-  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
-                                                           int limit) override {
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
+      absl::Time now, int limit, Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("FindStalledTasks"));
-    return target_->FindStalledTasks(now, limit);
+    return target_->FindStalledTasks(now, limit, fields);
   }
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports) override {
@@ -162,16 +164,16 @@ class ForwardingTransaction : public Transaction {
     return target_->CountReports();
   }
   absl::StatusOr<std::vector<int64_t>> SendMessages(
-      std::string_view queue, std::span<const OutgoingMessage> messages,
+      std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("SendMessages"));
     return target_->SendMessages(queue, messages, now);
   }
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
-      absl::Time visible_until) override {
+      absl::Time visible_until, Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ReadMessages"));
-    return target_->ReadMessages(queue, now, limit, visible_until);
+    return target_->ReadMessages(queue, now, limit, visible_until, fields);
   }
   absl::Status SetVisibility(
       std::string_view queue,

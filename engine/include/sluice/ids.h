@@ -1,4 +1,4 @@
-// Run identifiers: random (version 4) UUIDs.
+// Run identifiers: time-ordered (version 7) UUIDs.
 #ifndef SLUICE_IDS_H_
 #define SLUICE_IDS_H_
 
@@ -16,7 +16,8 @@ class RunId {
   RunId() = default;
   RunId(uint64_t high, uint64_t low) : high_(high), low_(low) {}
 
-  // A fresh random id. Thread-safe.
+  // A fresh id: the current time in milliseconds, then 74 random bits.
+  // Thread-safe.
   static RunId Random();
   // Parses the canonical 36-character form; kInvalidArgument otherwise.
   static absl::StatusOr<RunId> Parse(std::string_view text);
@@ -38,7 +39,7 @@ class RunId {
   uint64_t low_ = 0;
 };
 
-// A random worker id (UUID text). Thread-safe.
+// A random 15-character worker id. Thread-safe.
 std::string NewWorkerId();
 
 }  // namespace sluice

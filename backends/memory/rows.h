@@ -1,0 +1,56 @@
+// The rows of the memory store's tables.
+//
+// A deletion leaves its rows in place until the transaction ends, and the
+// undo log points at them, so these types are shared by the tables that own
+// the rows and the log (undo_log.h).
+#ifndef SLUICE_BACKENDS_MEMORY_ROWS_H_
+#define SLUICE_BACKENDS_MEMORY_ROWS_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/container/inlined_vector.h"
+#include "absl/time/time.h"
+#include "sluice/json.h"
+#include "sluice/records.h"
+
+namespace sluice::memory {
+
+// One step of a run: its state, if inserted, and the run's tasks of that step
+// by task index (rows owned by TaskTable).
+struct StepEntry {
+  int step_index = 0;
+  std::optional<StepStateRecord> state;  // tasks may come without one
+  absl::InlinedVector<const TaskRecord*, 1> tasks;
+};
+
+// A run and everything keyed by it, found with one hash probe (RunTable).
+struct RunEntry {
+  RunRecord run;
+  uint64_t sequence = 0;                    // insert order, breaks ties
+  absl::InlinedVector<StepEntry, 1> steps;  // by step index
+};
+
+// A task (TaskTable).
+struct TaskRow {
+  TaskRecord task;
+  uint64_t run_sequence = 0;  // RunEntry::sequence of the task's run
+};
+
+// A message as its queue keeps it, live or archived; the id is its key
+// (MessageQueue).
+struct QueuedMessage {
+  int read_count = 0;
+  absl::Time enqueued_at;
+  absl::Time visible_at;
+  Json body;
+};
+
+struct ArchivedMessage {
+  QueuedMessage message;
+  absl::Time archived_at;
+};
+
+}  // namespace sluice::memory
+
+#endif  // SLUICE_BACKENDS_MEMORY_ROWS_H_
