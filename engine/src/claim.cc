@@ -149,6 +149,7 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
         TaskUpdate u;
         u.expected_status = t.status;
         u.expected_attempts = t.attempts;
+        u.skip_if_locked = true;
         u.task.key = t.key;
         u.task.status = TaskStatus::kStarted;
         u.task.attempts = t.attempts + 1;
@@ -180,7 +181,13 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
                             tx->UpdateTasks(updates));
     claimed.reserve(updates.size());
     for (size_t u = 0; u < updates.size(); ++u) {
-      if (!applied[u]) continue;  // changed since the read; not ours
+      if (!applied[u]) {
+        // Changed since the read, or held by another transaction (one that
+        // may be ending the task): not ours. Let the message be read again
+        // soon, so whoever comes next sees the task as it ends up.
+        visibility.push_back({ids[update_index[u]], now + options.claim_grace});
+        continue;
+      }
       size_t i = update_index[u];
       TaskRecord& t = *tasks[i];
       const CompiledStep& step = *verdicts[i].step;

@@ -69,6 +69,8 @@ class WorkerImpl : public Worker {
         options_.worker_id, queue_, compiled_->slug(), now, now, std::nullopt};
     SLUICE_RETURN_IF_ERROR(SaveRecord());
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
+    // Other processes' sends reach us through the backend, if it can tell.
+    watch_ = impl_.backend().WatchQueue(queue_, [this] { Poke(); });
     for (int i = 0; i < options_.concurrency; ++i) {
       handlers_.emplace_back([this] { HandlerLoop(); });
     }
@@ -92,6 +94,7 @@ class WorkerImpl : public Worker {
       if (t.joinable()) t.join();
     }
     impl_.signals().Unlisten(listener_);
+    watch_.reset();
     record_.stopped_at = impl_.Now();
     absl::Status saved = SaveRecord();
     absl::MutexLock lock(&mu_);
@@ -154,6 +157,7 @@ class WorkerImpl : public Worker {
   StepSet served_;
   WorkerRecord record_;
   int listener_ = 0;
+  std::unique_ptr<QueueWatch> watch_;
   std::thread dispatcher_;
   std::vector<std::thread> handlers_;
 

@@ -32,6 +32,7 @@
 #define SLUICE_BACKEND_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -63,6 +64,11 @@ struct TaskUpdate {
   TaskRecord task;
   TaskStatus expected_status = TaskStatus::kQueued;
   int expected_attempts = 0;
+  // When set, the update does not wait for a task row another transaction
+  // holds: it reports "not applied" instead. Claims set it, since a claim
+  // holds message locks and must never wait on a task lock (see the lock
+  // order in docs/decisions/0011-postgres-backend.md).
+  bool skip_if_locked = false;
 };
 
 // Names one step of one run.
@@ -247,6 +253,13 @@ class Transaction {
   virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
 };
 
+// Stops watching a queue when destroyed; destruction waits for a poke in
+// progress, so no poke runs after it. Destroy it before its backend.
+class QueueWatch {
+ public:
+  virtual ~QueueWatch() = default;
+};
+
 class Backend {
  public:
   // The interface version this header describes. A backend built against an
@@ -261,6 +274,17 @@ class Backend {
   // thread holds the write lock; kUnavailable if it can't start;
   // kFailedPrecondition if this thread already has one open.
   virtual absl::StatusOr<std::unique_ptr<Transaction>> Begin() = 0;
+  // Asks to be poked, from any thread, soon after a transaction anywhere
+  // (another process or machine included) commits a message of `queue` that
+  // is visible at once. Pokes may be spurious or coalesced; a poke is a hint
+  // to claim, never a promise. Returns nullptr when the backend has no such
+  // signal; workers then rely on in-process signals and polling.
+  virtual std::unique_ptr<QueueWatch> WatchQueue(std::string_view queue,
+                                                 std::function<void()> poke) {
+    (void)queue;
+    (void)poke;
+    return nullptr;
+  }
 };
 
 }  // namespace sluice

@@ -226,6 +226,10 @@ class ForwardingBackend : public Backend {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, target_.Begin());
     return Wrap(std::move(tx));
   }
+  std::unique_ptr<QueueWatch> WatchQueue(std::string_view queue,
+                                         std::function<void()> poke) override {
+    return target_.WatchQueue(queue, std::move(poke));
+  }
 
  protected:
   // Runs before Begin(); a non-OK status is returned in its place.
