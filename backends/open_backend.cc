@@ -1,6 +1,7 @@
 #include "memory_backend.h"
 #include "sluice/backends.h"
 #include "sluice/internal/strings.h"
+#include "sluice/postgres.h"
 #include "sqlite_backend.h"
 
 namespace sluice {
@@ -21,8 +22,7 @@ absl::StatusOr<std::unique_ptr<Backend>> OpenBackend(std::string_view url) {
     return std::unique_ptr<Backend>(std::move(*backend));
   }
   if (url.starts_with("postgres://") || url.starts_with("postgresql://")) {
-    return absl::UnimplementedError(
-        "the Postgres backend is not part of this build");
+    return OpenPostgres(std::string(url));
   }
   return absl::InvalidArgumentError(StrCat(
       "backend URL \"", url,

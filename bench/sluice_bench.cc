@@ -1,18 +1,26 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
-//   sluice-bench --backend URL --workload W1|W2 [--baseline]
+//   sluice-bench --backend URL --workload W1|W2|W3 [--no-baseline]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
 // W2: 1,000 runs of root -> map over the root's 10-element array -> reduce
 //     (12 tasks a run).
+// W3: 200 one-step jobs started one after another on an idle worker;
+//     enqueue-to-handler-start latency (see latency_workload.h).
 //
 // The last line is:
 //   RESULT workload=W1 backend=<name> tasks_per_s=<n> [baseline_per_s=<b>
 //   ratio=<r>]
+//   RESULT workload=W3 backend=<name> p50_ms=<x> p99_ms=<y> wake=<path>
+//   [baseline_p50_ms=<b> ratio=<r>]
 // The baseline, measured in the same process just before, is the simplest
-// loop that does the same job on the same storage (see baseline.h), so the
-// ratio survives a noisy machine.
+// loop that does the same job on the same storage (see baseline.h and
+// postgres_support.h), so the ratio survives a noisy machine.
+//
+// SQLite files and Postgres databases are created afresh for each
+// measurement: a Postgres URL names the server, and the bench drops and
+// recreates the databases sluice_bench and sluice_bench_baseline there.
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -21,6 +29,8 @@
 #include "absl/time/clock.h"
 #include "baseline.h"
 #include "boost/json.hpp"
+#include "latency_workload.h"
+#include "postgres_support.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
 
@@ -139,24 +149,110 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
       return absl::InvalidArgumentError("unknown argument " + a);
     }
   }
-  if (o.workload != "W1" && o.workload != "W2") {
-    return absl::InvalidArgumentError("--workload must be W1 or W2");
+  if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3") {
+    return absl::InvalidArgumentError("--workload must be W1, W2 or W3");
   }
   return o;
 }
 
 std::string BackendName(const std::string& url) {
+  if (IsPostgresUrl(url)) return "postgres";
   return url.substr(0, url.find(':'));
 }
 
-// A fresh SQLite file per measurement, next to the one the URL names.
-std::string FreshUrl(const std::string& url, const std::string& suffix) {
+// A fresh SQLite file or Postgres database per measurement.
+absl::StatusOr<std::string> FreshUrl(const std::string& url,
+                                     const std::string& suffix) {
+  if (IsPostgresUrl(url)) {
+    std::string name = "sluice_bench";
+    if (!suffix.empty()) name += "_" + suffix.substr(1);
+    return FreshPostgresDatabase(url, name);
+  }
   if (url.rfind("sqlite:", 0) != 0) return url;
   std::string path = url.substr(7) + suffix;
   for (const char* ext : {"", "-wal", "-shm"}) {
     std::filesystem::remove(path + ext);
   }
   return "sqlite:" + path;
+}
+
+absl::StatusOr<double> Baseline(const std::string& url, int jobs,
+                                int concurrency) {
+  absl::StatusOr<std::string> fresh = FreshUrl(url, ".baseline");
+  if (!fresh.ok()) return fresh.status();
+  if (IsPostgresUrl(url)) return PostgresJobsBaseline(*fresh, jobs);
+  return MeasureBaseline(*fresh, jobs, concurrency);
+}
+
+int Report(const absl::Status& status) {
+  std::fprintf(stderr, "sluice-bench: %s\n", status.ToString().c_str());
+  return 1;
+}
+
+int RunThroughput(const Options& options) {
+  bool w1 = options.workload == "W1";
+  int runs = w1 ? 20'000 : 1'000;
+  int tasks_per_run = w1 ? 1 : 12;
+  int total_tasks = runs * tasks_per_run;
+  double baseline = 0;
+  if (options.baseline) {
+    absl::StatusOr<double> b =
+        Baseline(options.backend, total_tasks, options.concurrency);
+    if (!b.ok()) return Report(b.status());
+    baseline = *b;
+    std::printf("baseline: %s, %d jobs, %.0f jobs/s\n",
+                IsPostgresUrl(options.backend)
+                    ? "plain Postgres jobs table, claim 10 + complete 10 per "
+                      "transaction"
+                    : BaselineDescription(options.backend).c_str(),
+                total_tasks, baseline);
+  }
+  Options measured = options;
+  absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
+  if (!fresh.ok()) return Report(fresh.status());
+  measured.backend = *fresh;
+  absl::StatusOr<double> rate = RunWorkload(
+      measured, w1 ? JobFlow() : MapReduceFlow(), runs, tasks_per_run);
+  if (!rate.ok()) return Report(rate.status());
+  std::printf("RESULT workload=%s backend=%s tasks_per_s=%.0f",
+              options.workload.c_str(), BackendName(options.backend).c_str(),
+              *rate);
+  if (options.baseline) {
+    std::printf(" baseline_per_s=%.0f ratio=%.2f", baseline, *rate / baseline);
+  }
+  std::printf("\n");
+  return 0;
+}
+
+int RunLatency(const Options& options) {
+  constexpr int kJobs = 200;
+  double baseline_p50 = 0;
+  bool with_baseline = options.baseline && IsPostgresUrl(options.backend);
+  if (with_baseline) {
+    absl::StatusOr<std::string> fresh = FreshUrl(options.backend, ".baseline");
+    if (!fresh.ok()) return Report(fresh.status());
+    absl::StatusOr<std::vector<absl::Duration>> b =
+        PostgresNotifyBaseline(*fresh, kJobs);
+    if (!b.ok()) return Report(b.status());
+    baseline_p50 = QuantileMs(*b, 0.5);
+    std::printf("baseline: bare insert + NOTIFY to LISTEN wake-up, p50 %.3f "
+                "ms, p99 %.3f ms\n",
+                baseline_p50, QuantileMs(*b, 0.99));
+  }
+  absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
+  if (!fresh.ok()) return Report(fresh.status());
+  absl::StatusOr<LatencyResult> result = RunLatencyWorkload(*fresh, kJobs);
+  if (!result.ok()) return Report(result.status());
+  double p50 = QuantileMs(result->latencies, 0.5);
+  std::printf("RESULT workload=W3 backend=%s p50_ms=%.3f p99_ms=%.3f wake=%s",
+              BackendName(options.backend).c_str(), p50,
+              QuantileMs(result->latencies, 0.99), result->wake_path.c_str());
+  if (with_baseline) {
+    std::printf(" baseline_p50_ms=%.3f ratio=%.2f", baseline_p50,
+                p50 / baseline_p50);
+  }
+  std::printf("\n");
+  return 0;
 }
 
 }  // namespace
@@ -168,44 +264,10 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
-                 "--workload W1|W2 [--no-baseline]\n",
+                 "--workload W1|W2|W3 [--no-baseline]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
-  bool w1 = options->workload == "W1";
-  int runs = w1 ? 20'000 : 1'000;
-  int tasks_per_run = w1 ? 1 : 12;
-  int total_tasks = runs * tasks_per_run;
-
-  double baseline = 0;
-  if (options->baseline) {
-    absl::StatusOr<double> b =
-        MeasureBaseline(FreshUrl(options->backend, ".baseline"), total_tasks,
-                        options->concurrency);
-    if (!b.ok()) {
-      std::fprintf(stderr, "baseline: %s\n", b.status().ToString().c_str());
-      return 1;
-    }
-    baseline = *b;
-    std::printf("baseline: %s, %d jobs, %.0f jobs/s\n",
-                BaselineDescription(options->backend).c_str(), total_tasks,
-                baseline);
-  }
-  Options measured = *options;
-  measured.backend = FreshUrl(options->backend, "");
-  absl::StatusOr<double> rate = RunWorkload(
-      measured, w1 ? JobFlow() : MapReduceFlow(), runs, tasks_per_run);
-  if (!rate.ok()) {
-    std::fprintf(stderr, "sluice-bench: %s\n",
-                 rate.status().ToString().c_str());
-    return 1;
-  }
-  std::printf("RESULT workload=%s backend=%s tasks_per_s=%.0f",
-              options->workload.c_str(), BackendName(options->backend).c_str(),
-              *rate);
-  if (options->baseline) {
-    std::printf(" baseline_per_s=%.0f ratio=%.2f", baseline, *rate / baseline);
-  }
-  std::printf("\n");
-  return 0;
+  if (options->workload == "W3") return RunLatency(*options);
+  return RunThroughput(*options);
 }

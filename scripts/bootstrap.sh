@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages Sluice builds and tests with. Safe to run
-# again: it installs only what is missing.
+# again: it installs only what is missing. The PostgreSQL 15 server is for the
+# tests' throwaway clusters (scripts/pg_cluster.sh); they run in their own
+# directories, so Debian's default cluster may stay stopped.
 set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config
   libsqlite3-dev libpq-dev
+  postgresql-15 postgresql-client-15
   libabsl-dev libboost1.81-dev libboost-json1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )

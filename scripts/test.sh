@@ -1,12 +1,46 @@
 #!/usr/bin/env bash
 # Builds everything with warnings as errors under AddressSanitizer and
 # UndefinedBehaviorSanitizer, then runs every test on every backend.
+#
+# The Postgres tests use SLUICE_TEST_POSTGRES_URL. When it is not set, this
+# script starts a throwaway PostgreSQL 15 cluster (fsync off) in a fresh
+# temporary directory on a private port, and stops it on exit, whether the
+# tests pass, fail or are interrupted. The exit code is ctest's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$(pwd)
 ./scripts/bootstrap.sh
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DSLUICE_WERROR=ON -DSLUICE_SANITIZE=ON >/dev/null
 cmake --build build/test
+
+if [ -z "${SLUICE_TEST_POSTGRES_URL:-}" ]; then
+  pg_dir=$(mktemp -d "${TMPDIR:-/tmp}/sluice-pg.XXXXXX")
+  trap '"$root/scripts/pg_cluster.sh" stop "$pg_dir" || true' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
+  url=""
+  for _ in 1 2 3 4 5; do
+    port=$((55400 + RANDOM % 500))
+    # Skip ports where a server already answers on TCP.
+    if /usr/lib/postgresql/15/bin/pg_isready -q -h 127.0.0.1 -p "$port" -t 1; then
+      continue
+    fi
+    if url=$(SLUICE_PG_FAST=1 "$root/scripts/pg_cluster.sh" start "$pg_dir" "$port"); then
+      break
+    fi
+    url=""
+  done
+  if [ -z "$url" ]; then
+    echo "test.sh: could not start a PostgreSQL 15 cluster in $pg_dir" >&2
+    exit 1
+  fi
+  echo "test.sh: PostgreSQL 15 test cluster on port $port"
+  export SLUICE_TEST_POSTGRES_URL="$url"
+fi
+
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-ctest --test-dir build/test --output-on-failure -j2
+status=0
+ctest --test-dir build/test --output-on-failure -j2 || status=$?
+exit "$status"

@@ -16,6 +16,7 @@
 #include "gtest/gtest.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
+#include "support/child_process.h"
 #include "support/test_flows.h"
 
 namespace sluice::testing {
@@ -23,57 +24,8 @@ namespace {
 
 constexpr absl::Duration kDeadline = absl::Seconds(60);
 
-struct Child {
-  pid_t pid = -1;
-  int out = -1;  // the child's stdout
-};
-
 Child Spawn(std::vector<std::string> args) {
-  int out[2];
-  EXPECT_EQ(pipe(out), 0);
-  Child child;
-  child.pid = fork();
-  if (child.pid == 0) {
-    dup2(out[1], STDOUT_FILENO);
-    close(out[0]);
-    std::vector<char*> argv;
-    std::string path = SLUICE_TEST_WORKER;
-    argv.push_back(path.data());
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(path.c_str(), argv.data());
-    _exit(127);
-  }
-  close(out[1]);
-  child.out = out[0];
-  return child;
-}
-
-// Reads one line from `fd`, waiting at most until `deadline`.
-bool ReadLine(int fd, absl::Time deadline, std::string* line) {
-  line->clear();
-  while (true) {
-    int wait_ms = static_cast<int>(std::max<int64_t>(
-        0, absl::ToInt64Milliseconds(deadline - absl::Now())));
-    pollfd p{fd, POLLIN, 0};
-    if (poll(&p, 1, wait_ms) <= 0) return false;
-    char c;
-    if (read(fd, &c, 1) != 1) return false;
-    if (c == '\n') return true;
-    line->push_back(c);
-  }
-}
-
-// Waits until `done` holds, checking every few milliseconds; false on
-// timeout. The state lives in other processes, so there is no signal to
-// wait on.
-bool AwaitCondition(const std::function<bool()>& done, absl::Duration timeout) {
-  absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return done();
+  return testing::Spawn(SLUICE_TEST_WORKER, std::move(args));
 }
 
 class ProcessTest : public ::testing::Test {
@@ -122,7 +74,8 @@ TEST_F(ProcessTest,
 
   int hang[2];
   ASSERT_EQ(pipe(hang), 0);
-  Child child = Spawn({"crashy", db_, std::to_string(hang[1])});
+  Child child =
+      Spawn({"crashy", "sqlite:" + db_, "fd=" + std::to_string(hang[1])});
   close(hang[1]);
   std::string line;
   ASSERT_TRUE(ReadLine(hang[0], absl::Now() + kDeadline, &line));
@@ -200,7 +153,8 @@ TEST_F(ProcessTest, TwoWorkerProcessesOnOneFile_BothProgressAndNoJobRunsTwice) {
   std::vector<std::string> logs;
   for (int i = 0; i < 2; ++i) {
     logs.push_back(dir_ + "/worker" + std::to_string(i) + ".log");
-    children.push_back(Spawn({"shared", db_, logs.back()}));
+    children.push_back(
+        Spawn({"shared", "sqlite:" + db_, "log=" + logs.back()}));
   }
   for (Child& c : children) {
     std::string line;

@@ -5,6 +5,8 @@
 //   sluice show --backend URL RUN_ID
 //   sluice start --backend URL FLOW JSON
 //   sluice coverage --backend URL
+//   sluice migrate URL                   install or upgrade a Postgres schema
+//   sluice check-schema URL              report what a Postgres schema lacks
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -18,6 +20,8 @@
 #include "demo_flow.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
+#include "sluice/internal/strings.h"
+#include "sluice/postgres.h"
 
 namespace sluice {
 namespace {
@@ -30,7 +34,9 @@ constexpr char kUsage[] =
     "  sluice show --backend URL RUN_ID\n"
     "  sluice start --backend URL FLOW JSON\n"
     "  sluice coverage --backend URL\n"
-    "URLs: memory:, sqlite:PATH\n";
+    "  sluice migrate POSTGRES_URL      install or upgrade the schema\n"
+    "  sluice check-schema POSTGRES_URL report the schema's version and gaps\n"
+    "URLs: memory:, sqlite:PATH, postgres://...\n";
 
 struct Args {
   std::string command;
@@ -224,6 +230,33 @@ int CoverageCommand(const Args& args) {
   return 0;
 }
 
+absl::StatusOr<std::string> PostgresUrlFrom(const Args& args) {
+  if (args.positional.size() != 1) {
+    return absl::InvalidArgumentError(
+        StrCat(args.command, " needs one POSTGRES_URL"));
+  }
+  return args.positional[0];
+}
+
+int MigrateCommand(const Args& args) {
+  absl::StatusOr<std::string> url = PostgresUrlFrom(args);
+  if (!url.ok()) return Fail(url.status());
+  absl::Status migrated = MigratePostgres(*url);
+  if (!migrated.ok()) return Fail(migrated);
+  std::printf("schema at version %d\n", LatestPostgresSchemaVersion());
+  return 0;
+}
+
+// Exit status 0 when the schema is complete and current, 1 otherwise.
+int CheckSchemaCommand(const Args& args) {
+  absl::StatusOr<std::string> url = PostgresUrlFrom(args);
+  if (!url.ok()) return Fail(url.status());
+  absl::StatusOr<SchemaReport> report = CheckPostgresSchema(*url);
+  if (!report.ok()) return Fail(report.status());
+  std::printf("%s", report->ToString().c_str());
+  return report->ok() ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace sluice
 
@@ -240,6 +273,8 @@ int main(int argc, char** argv) {
   if (args->command == "show") return ShowRun(*args);
   if (args->command == "start") return StartCommand(*args);
   if (args->command == "coverage") return CoverageCommand(*args);
+  if (args->command == "migrate") return MigrateCommand(*args);
+  if (args->command == "check-schema") return CheckSchemaCommand(*args);
   std::fprintf(stderr, "sluice: unknown command \"%s\"\n%s",
                args->command.c_str(), kUsage);
   return 2;

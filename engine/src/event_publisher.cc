@@ -21,15 +21,17 @@ void EventPublisher::Unsubscribe(int id) {
 absl::Status EventPublisher::CommitAndPublish(
     const std::function<absl::Status()>& commit, std::vector<Event> events) {
   if (!HasSubscribers()) return commit();
-  uint64_t ticket;
-  {
-    absl::MutexLock lock(&commit_mu_);
-    absl::Status status = commit();
-    if (!status.ok()) return status;
-    ticket = next_ticket_++;
-  }
+  // The ticket is taken before the commit, and no lock is held across it: a
+  // commit may wait on the database for a row another thread of this
+  // process holds, and that thread must still be able to commit. Order is
+  // kept all the same: an effect's transaction read its cause's commit, so
+  // it took its ticket after the cause took its own.
+  uint64_t ticket = next_ticket_.fetch_add(1, std::memory_order_acq_rel);
+  absl::Status status = commit();
+  // A failed commit still fills its place in the order, with nothing.
+  if (!status.ok()) events.clear();
   DeliverInOrder(ticket, std::move(events));
-  return absl::OkStatus();
+  return status;
 }
 
 void EventPublisher::DeliverInOrder(uint64_t ticket,

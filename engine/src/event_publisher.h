@@ -1,12 +1,13 @@
 // Delivers events to in-process subscribers, in commit order.
 //
-// Each committing transaction takes a ticket while it commits; batches are
-// delivered strictly in ticket order, so an effect's events (committed by a
-// later transaction that saw the cause) are never delivered before their
-// cause's. Delivery runs on a committing thread, one batch at a time.
+// Each committing transaction takes a ticket just before it commits; batches
+// are delivered strictly in ticket order, so an effect's events (committed
+// by a later transaction that saw the cause) are never delivered before
+// their cause's. Delivery runs on a committing thread, one batch at a time;
+// a slow commit delays later deliveries, never later commits.
 //
-// Lock order: commit_mu_ is held only around a backend commit and never
-// while delivering; deliver_mu_ is held while calling subscribers.
+// No lock is held across a backend commit; deliver_mu_ is held while
+// calling subscribers.
 // Subscribers may read through the engine but must not write through it.
 #ifndef SLUICE_ENGINE_EVENT_PUBLISHER_H_
 #define SLUICE_ENGINE_EVENT_PUBLISHER_H_
@@ -40,8 +41,7 @@ class EventPublisher {
   void DeliverInOrder(uint64_t ticket, std::vector<Event> events);
 
   std::atomic<bool> has_subscribers_{false};
-  absl::Mutex commit_mu_;
-  uint64_t next_ticket_ ABSL_GUARDED_BY(commit_mu_) = 0;
+  std::atomic<uint64_t> next_ticket_{0};
 
   absl::Mutex deliver_mu_;
   uint64_t next_delivery_ ABSL_GUARDED_BY(deliver_mu_) = 0;

@@ -29,8 +29,11 @@ Handler Echo() {
 }
 
 std::unique_ptr<Backend> OpenTestBackend(const std::string& kind,
-                                         const std::string& sqlite_path) {
-  std::string url = kind == "sqlite" ? "sqlite:" + sqlite_path : kind + ":";
+                                         const std::string& sqlite_path,
+                                         const std::string& postgres_url) {
+  std::string url = kind == "sqlite"     ? "sqlite:" + sqlite_path
+                    : kind == "postgres" ? postgres_url
+                                         : kind + ":";
   absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url);
   EXPECT_TRUE(backend.ok()) << backend.status();
   return backend.ok() ? std::move(*backend) : nullptr;
@@ -41,7 +44,16 @@ void Conformance::SetUp() {
   ASSERT_NE(mkdtemp(dir), nullptr);
   temp_dir_ = dir;
   sqlite_path_ = temp_dir_ + "/sluice.db";
-  backend_ = OpenTestBackend(GetParam(), sqlite_path_);
+  std::string postgres_url;
+  if (GetParam() == "postgres") {
+    if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
+    absl::StatusOr<std::unique_ptr<TestDatabase>> database =
+        TestDatabase::Create();
+    ASSERT_TRUE(database.ok()) << database.status();
+    postgres_database_ = std::move(*database);
+    postgres_url = postgres_database_->url();
+  }
+  backend_ = OpenTestBackend(GetParam(), sqlite_path_, postgres_url);
   ASSERT_NE(backend_, nullptr);
   UseEngine(*backend_);
 }
@@ -49,6 +61,7 @@ void Conformance::SetUp() {
 void Conformance::TearDown() {
   engine_.reset();
   backend_.reset();
+  postgres_database_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(temp_dir_, ignored);
 }

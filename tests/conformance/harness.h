@@ -1,6 +1,9 @@
 // The conformance suite's fixture: one engine on a manual clock over the
-// backend named by the test parameter ("memory" or "sqlite"), and helpers
-// that drive the task path by hand, deterministically.
+// backend named by the test parameter ("memory", "sqlite" or "postgres"),
+// and helpers that drive the task path by hand, deterministically.
+//
+// "postgres" runs each test in a fresh database on the cluster named by
+// SLUICE_TEST_POSTGRES_URL, and skips when it is unset.
 #ifndef SLUICE_TESTS_CONFORMANCE_HARNESS_H_
 #define SLUICE_TESTS_CONFORMANCE_HARNESS_H_
 
@@ -15,6 +18,7 @@
 #include "sluice/engine.h"
 #include "sluice/flow.h"
 #include "sluice/json.h"
+#include "support/postgres_test_database.h"
 
 namespace sluice::testing {
 
@@ -26,10 +30,12 @@ Handler Returns(Json output);
 // A handler that returns its input.
 Handler Echo();
 
-// Opens a fresh backend of `kind` ("memory" or "sqlite"); SQLite files go
-// under a temporary directory removed by the fixture.
+// Opens a fresh backend of `kind` ("memory", "sqlite" or "postgres");
+// SQLite files go under a temporary directory removed by the fixture, and
+// `postgres_url` names the (fresh) Postgres database.
 std::unique_ptr<Backend> OpenTestBackend(const std::string& kind,
-                                         const std::string& sqlite_path);
+                                         const std::string& sqlite_path,
+                                         const std::string& postgres_url = "");
 
 class Conformance : public ::testing::TestWithParam<std::string> {
  protected:
@@ -70,6 +76,7 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   ManualClock clock_{absl::FromUnixSeconds(1'800'000'000)};
   std::string temp_dir_;
   std::string sqlite_path_;
+  std::unique_ptr<TestDatabase> postgres_database_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Engine> engine_;
   std::vector<const Flow*> flows_;
@@ -78,9 +85,9 @@ class Conformance : public ::testing::TestWithParam<std::string> {
 };
 
 // Registers every TEST_P of a conformance test class for each backend.
-#define SLUICE_CONFORMANCE_SUITE(fixture)                         \
-  INSTANTIATE_TEST_SUITE_P(Backends, fixture,                     \
-                           ::testing::Values("memory", "sqlite"), \
+#define SLUICE_CONFORMANCE_SUITE(fixture)                                     \
+  INSTANTIATE_TEST_SUITE_P(Backends, fixture,                                 \
+                           ::testing::Values("memory", "sqlite", "postgres"), \
                            [](const auto& info) { return info.param; })
 
 }  // namespace sluice::testing

@@ -34,6 +34,16 @@ inline Flow SharedFlow(Handler job) {
   return flow;
 }
 
+// "fleet": a one-step job with a short timeout, so stall recovery takes a
+// dead worker's tasks back within seconds.
+inline Flow FleetFlow(Handler job) {
+  Flow flow("fleet", {.max_attempts = 3,
+                      .base_delay = absl::ZeroDuration(),
+                      .timeout = absl::Seconds(2)});
+  flow.Step("job", std::move(job));
+  return flow;
+}
+
 }  // namespace sluice::testing
 
 #endif  // SLUICE_TESTS_SUPPORT_TEST_FLOWS_H_

@@ -1,11 +1,24 @@
 // A worker process for the multi-process tests.
 //
-//   sluice_test_worker crashy DB LOG_FD     hangs on element 5's first
-//                                           attempt after telling LOG_FD
-//   sluice_test_worker shared DB LOG_PATH   runs "shared" jobs, appending
-//                                           each run id to LOG_PATH
+//   sluice_test_worker MODE BACKEND_URL [NAME=VALUE...]
 //
-// Stops gracefully on SIGTERM.
+// BACKEND_URL is what OpenBackend() takes (sqlite:PATH, postgresql://...).
+// Modes, each serving one flow of support/test_flows.h:
+//
+//   crashy    fd=N: hangs on element 5's first attempt after writing "hang"
+//             to file descriptor N
+//   shared    log=PATH: appends each run id to PATH
+//   fleet     log=PATH: appends each run id to PATH before returning. With
+//             hang_after=N, every call after the first N appends its run id,
+//             writes "hang" to stdout (once) and blocks until the process is
+//             killed. Short leases and a fast sweeper, so the survivors of
+//             a killed worker take its tasks back within seconds.
+//   announce  writes "started RUN_ID" to stdout as each handler starts. It
+//             polls and heartbeats only once a minute and never sweeps, so
+//             whatever wakes it sooner is a notification.
+//
+// Options for every mode: worker_id=ID, concurrency=N.
+// Prints "ready" once the worker runs. Stops gracefully on SIGTERM.
 #include <signal.h>
 #include <unistd.h>
 
@@ -13,6 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -31,32 +47,65 @@ int Fail(const absl::Status& status) {
   return 2;
 }
 
+// Writes one line to stdout at once; handlers call it from many threads.
+void Say(const std::string& line) {
+  static absl::Mutex mu;
+  absl::MutexLock lock(&mu);
+  std::fputs((line + "\n").c_str(), stdout);
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace sluice;
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s crashy|shared DB LOG\n", argv[0]);
+  if (argc < 3) {
+    std::fprintf(stderr,
+                 "usage: %s crashy|shared|fleet|announce BACKEND_URL "
+                 "[NAME=VALUE...]\n",
+                 argv[0]);
     return 2;
   }
-  std::string mode = argv[1];
-  signal(SIGTERM, OnTerm);
-  absl::StatusOr<std::unique_ptr<Backend>> backend =
-      OpenBackend(std::string("sqlite:") + argv[2]);
-  if (!backend.ok()) return Fail(backend.status());
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(**backend);
-  if (!engine.ok()) return Fail(engine.status());
+  const std::string mode = argv[1];
+  std::map<std::string, std::string> args;
+  for (int i = 3; i < argc; ++i) {
+    std::string arg = argv[i];
+    size_t eq = arg.find('=');
+    if (eq == std::string::npos) {
+      std::fprintf(stderr, "test worker: expected NAME=VALUE, got %s\n",
+                   argv[i]);
+      return 2;
+    }
+    args[arg.substr(0, eq)] = arg.substr(eq + 1);
+  }
+  auto int_arg = [&](const std::string& name, int fallback) {
+    auto it = args.find(name);
+    return it == args.end() ? fallback : std::atoi(it->second.c_str());
+  };
 
+  signal(SIGTERM, OnTerm);
+  absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(argv[2]);
+  if (!backend.ok()) return Fail(backend.status());
+
+  EngineOptions engine_options;
   WorkerOptions options;
+  options.worker_id = args["worker_id"];
+  options.concurrency = int_arg("concurrency", 4);
   options.poll_interval = absl::Milliseconds(10);
   options.heartbeat_interval = absl::Milliseconds(200);
   options.sweep_interval = absl::ZeroDuration();
   absl::Mutex log_mu;
   std::ofstream log;
+  if (args.contains("log")) log.open(args["log"], std::ios::app);
+  auto append_to_log = [&](const RunId& run) {
+    absl::MutexLock lock(&log_mu);
+    log << run.ToString() << "\n";
+    log.flush();
+  };
+
   Flow flow("unset");
   if (mode == "crashy") {
-    int fd = std::atoi(argv[3]);
-    options.concurrency = 4;
+    int fd = int_arg("fd", -1);
     flow = testing::CrashyFlow(
         [fd](const Json& in, TaskContext& ctx) -> absl::StatusOr<Json> {
           if (in.as_int64() == 5 && ctx.attempt() == 1) {
@@ -66,23 +115,53 @@ int main(int argc, char** argv) {
           }
           return in.as_int64() * 10;
         });
-  } else {
-    log.open(argv[3], std::ios::app);
-    options.concurrency = 4;
+  } else if (mode == "shared") {
     flow = testing::SharedFlow(
         [&](const Json& in, TaskContext& ctx) -> absl::StatusOr<Json> {
           absl::SleepFor(absl::Milliseconds(2));  // simulated work
-          absl::MutexLock lock(&log_mu);
-          log << ctx.run_id().ToString() << "\n";
-          log.flush();
+          append_to_log(ctx.run_id());
           return in.at("run");
         });
+  } else if (mode == "fleet") {
+    engine_options.claim_grace = absl::Milliseconds(200);
+    engine_options.recovery_grace = absl::Milliseconds(500);
+    engine_options.report_stale_after = absl::Seconds(1);
+    options.batch_size = 8;
+    options.sweep_interval = absl::Milliseconds(200);
+    const int hang_after = int_arg("hang_after", -1);
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    flow = testing::FleetFlow(
+        [&, hang_after, calls](const Json& in,
+                               TaskContext& ctx) -> absl::StatusOr<Json> {
+          absl::SleepFor(absl::Milliseconds(3));  // simulated work
+          append_to_log(ctx.run_id());
+          if (hang_after >= 0 && calls->fetch_add(1) >= hang_after) {
+            static std::once_flag announced;
+            std::call_once(announced, [] { Say("hang"); });
+            while (true) pause();  // killed here
+          }
+          return in.at("run");
+        });
+  } else if (mode == "announce") {
+    options.poll_interval = absl::Minutes(1);
+    options.heartbeat_interval = absl::Minutes(1);
+    flow = testing::SharedFlow(
+        [](const Json& in, TaskContext& ctx) -> absl::StatusOr<Json> {
+          Say("started " + ctx.run_id().ToString());
+          return in.at("run");
+        });
+  } else {
+    std::fprintf(stderr, "test worker: unknown mode %s\n", mode.c_str());
+    return 2;
   }
+
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(**backend, engine_options);
+  if (!engine.ok()) return Fail(engine.status());
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       (*engine)->StartWorker(flow, options);
   if (!worker.ok()) return Fail(worker.status());
-  std::printf("ready\n");
-  std::fflush(stdout);
+  Say("ready");
   while (!g_stop && !(*worker)->WaitFor(absl::Milliseconds(20))) {
   }
   absl::Status stopped = (*worker)->Stop();

@@ -2,7 +2,9 @@
 //
 //   memory:                 a fresh in-process memory backend
 //   sqlite:PATH             an SQLite database file (created if missing)
-//   postgres://...          Postgres + pgmq (not in this build yet)
+//   postgres://... or       Postgres + pgmq, a libpq URL; the database must be
+//   postgresql://...        migrated first (sluice/postgres.h), and
+//                           OpenPostgres() takes pool options
 #ifndef SLUICE_BACKENDS_H_
 #define SLUICE_BACKENDS_H_
 

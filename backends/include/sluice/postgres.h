@@ -1,0 +1,88 @@
+// The Postgres + pgmq backend: production storage that many worker processes
+// on many machines share.
+//
+// A database is prepared once, by a role allowed to create schemas, with
+// MigratePostgres() (the `sluice migrate URL` command): it installs the
+// `sluice` schema, pgmq's tables and functions when no `pgmq` schema exists
+// yet, and a NOLOGIN group role `sluice_runtime` that holds exactly what
+// workers need. Hosts then connect as a login role that is a member of it:
+//
+//   CREATE ROLE app_worker LOGIN PASSWORD '...';
+//   GRANT sluice_runtime TO app_worker;
+//
+//   absl::Status migrated = sluice::MigratePostgres(admin_url);
+//   absl::StatusOr<std::unique_ptr<sluice::Backend>> backend =
+//       sluice::OpenPostgres("postgresql://app_worker@db/app",
+//                            {.pool_size = 16});
+//
+// OpenPostgres() refuses a database whose schema is missing or older than
+// this build (kFailedPrecondition, naming both versions); it never migrates
+// by itself, so a worker never needs DDL rights.
+//
+// Thread-safety: the Backend is safe for concurrent use; these free
+// functions may run concurrently, from several processes too (migrations
+// serialize on an advisory lock).
+#ifndef SLUICE_POSTGRES_H_
+#define SLUICE_POSTGRES_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sluice/backend.h"
+
+namespace sluice {
+
+struct PostgresOptions {
+  // The most connections open at once for transactions; Begin() waits for a
+  // free one. Size it to the host's worker concurrency plus a few. The queue
+  // listener (WatchQueue) uses one more connection of its own.
+  int pool_size = 8;
+  // How long Begin() waits for a free connection before kUnavailable.
+  absl::Duration acquire_timeout = absl::Seconds(30);
+};
+
+// Opens the backend at a libpq URL (postgres://... or postgresql://...).
+// Connections are made lazily; this one checks the schema version.
+// kFailedPrecondition if the database is not migrated to this build's
+// version; kUnavailable if the server can't be reached.
+absl::StatusOr<std::unique_ptr<Backend>> OpenPostgres(
+    const std::string& url, const PostgresOptions& options = {});
+
+// Applies every migration the database lacks, in order, one transaction
+// each, recording them in sluice.schema_migrations. Idempotent; concurrent
+// callers wait for each other. Needs a role that may create schemas, roles
+// and functions (the database owner or a superuser).
+absl::Status MigratePostgres(const std::string& url);
+
+// What CheckPostgresSchema() found. Names are schema-qualified
+// ("sluice.runs", "sluice.create_queue(text)"); a missing privilege reads
+// "sluice_runtime: UPDATE on sluice.runs".
+struct SchemaReport {
+  int installed_version = 0;  // 0: never migrated
+  int latest_version = 0;     // what this build installs
+  std::vector<std::string> missing_tables;
+  std::vector<std::string> missing_functions;
+  std::vector<std::string> missing_privileges;
+
+  bool ok() const {
+    return installed_version == latest_version && missing_tables.empty() &&
+           missing_functions.empty() && missing_privileges.empty();
+  }
+  // One line per finding, for operators.
+  std::string ToString() const;
+};
+
+// Inspects the database without changing it.
+absl::StatusOr<SchemaReport> CheckPostgresSchema(const std::string& url);
+
+// The schema version this build installs and requires.
+int LatestPostgresSchemaVersion();
+
+}  // namespace sluice
+
+#endif  // SLUICE_POSTGRES_H_

@@ -1,0 +1,233 @@
+#include "pg_connection.h"
+
+#include <poll.h>
+
+#include <charconv>
+#include <utility>
+
+#include "sluice/internal/strings.h"
+
+namespace sluice::postgres_internal {
+namespace {
+
+// Every session reads and writes times as UTC ISO text (pg_values.h) and
+// uses READ COMMITTED (docs/decisions/0011-postgres-backend.md). Prepared
+// statements are planned for each execution's parameters: a generic plan
+// made while a table looked empty would keep scanning it whole as it grows.
+constexpr char kSessionSetup[] =
+    "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; "
+    "SET IntervalStyle = 'postgres'; SET client_encoding = 'UTF8'; "
+    "SET default_transaction_isolation = 'read committed'; "
+    "SET plan_cache_mode = force_custom_plan";
+
+}  // namespace
+
+int64_t Result::affected() const {
+  if (!result_) return 0;
+  std::string_view text = PQcmdTuples(result_.get());
+  int64_t count = 0;
+  std::from_chars(text.data(), text.data() + text.size(), count);
+  return count;
+}
+
+absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
+    const std::string& url) {
+  PGconn* raw = PQconnectdb(url.c_str());
+  if (raw == nullptr) {
+    return absl::ResourceExhaustedError(
+        "libpq could not allocate a connection");
+  }
+  std::unique_ptr<Connection> connection(new Connection(raw));
+  if (PQstatus(raw) != CONNECTION_OK) {
+    return ConnectionLost(raw, "connect");
+  }
+  // Notices (a ROLLBACK with nothing to roll back warns) are not errors.
+  PQsetNoticeProcessor(
+      raw, [](void*, const char*) {}, nullptr);
+  Result setup(PQexec(raw, kSessionSetup));
+  if (PQresultStatus(setup.get()) != PGRES_COMMAND_OK) {
+    return StatusFromResult(setup.get(), raw, {"connect"});
+  }
+  if (PQenterPipelineMode(raw) != 1) {
+    return absl::InternalError(StrCat(
+        "postgres connect: can't enter pipeline mode: ", PQerrorMessage(raw)));
+  }
+  return connection;
+}
+
+Connection::~Connection() { PQfinish(connection_); }
+
+bool Connection::CheckAlive() {
+  if (broken_ || PQstatus(connection_) != CONNECTION_OK) return false;
+  pollfd socket{PQsocket(connection_), POLLIN, 0};
+  if (socket.fd < 0) return false;
+  // An idle connection receives nothing unless the server is going away
+  // (a FATAL message, then end of file).
+  if (poll(&socket, 1, 0) > 0) {
+    if (PQconsumeInput(connection_) == 0 ||
+        PQstatus(connection_) != CONNECTION_OK) {
+      return false;
+    }
+    socket.revents = 0;
+    if (poll(&socket, 1, 0) > 0 && (PQconsumeInput(connection_) == 0 ||
+                                    PQstatus(connection_) != CONNECTION_OK)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Connection::Fail(absl::Status status) {
+  if (failure_.ok()) failure_ = std::move(status);
+}
+
+void Connection::MarkBroken(std::string_view operation) {
+  broken_ = true;
+  Fail(ConnectionLost(connection_, operation));
+}
+
+const std::string& Connection::PreparedName(std::string_view sql,
+                                            const StatementContext& context) {
+  auto [it, inserted] = prepared_.try_emplace(std::string(sql));
+  if (!inserted) return it->second;
+  it->second = StrCat("sluice_", ++next_statement_);
+  if (PQsendPrepare(connection_, it->second.c_str(), it->first.c_str(), 0,
+                    nullptr) != 1) {
+    MarkBroken(context.operation);
+  } else {
+    pending_.push_back({Kind::kPrepare, context, it->first});
+  }
+  return it->second;
+}
+
+void Connection::Send(std::string_view sql, const Params& params,
+                      StatementContext context) {
+  if (broken_) return;
+  const std::string& name = PreparedName(sql, context);
+  if (broken_) return;
+  if (PQsendQueryPrepared(connection_, name.c_str(), params.size(),
+                          params.Pointers(), nullptr, nullptr, 0) != 1) {
+    MarkBroken(context.operation);
+    return;
+  }
+  pending_.push_back({Kind::kStatement, std::move(context), {}});
+}
+
+void Connection::SendControl(std::string_view sql, StatementContext context) {
+  if (broken_) return;
+  std::string text(sql);
+  if (PQsendQueryParams(connection_, text.c_str(), 0, nullptr, nullptr, nullptr,
+                        nullptr, 0) != 1) {
+    MarkBroken(context.operation);
+    return;
+  }
+  pending_.push_back({Kind::kStatement, std::move(context), {}});
+}
+
+void Connection::Sync() {
+  if (broken_) return;
+  if (PQpipelineSync(connection_) != 1) {
+    MarkBroken("sync");
+    return;
+  }
+  pending_.push_back({Kind::kSync, {}, {}});
+}
+
+absl::StatusOr<Result> Connection::Query(std::string_view sql,
+                                         const Params& params,
+                                         StatementContext context) {
+  Send(sql, params, std::move(context));
+  if (!broken_) pending_.back().wanted = true;
+  Sync();
+  Result wanted;
+  absl::Status status = ReadPending(&wanted);
+  if (!status.ok()) return status;
+  return wanted;
+}
+
+const QueueSql& Connection::StatementsFor(std::string_view queue) {
+  std::unique_ptr<QueueSql>& statements = queues_[std::string(queue)];
+  if (statements == nullptr) statements = std::make_unique<QueueSql>(queue);
+  return *statements;
+}
+
+absl::StatusOr<Result> Connection::QueryControl(std::string_view sql,
+                                                StatementContext context) {
+  SendControl(sql, std::move(context));
+  if (!broken_) pending_.back().wanted = true;
+  Sync();
+  Result wanted;
+  absl::Status status = ReadPending(&wanted);
+  if (!status.ok()) return status;
+  return wanted;
+}
+
+void Connection::Rollback() {
+  if (!pending_.empty()) Sync();
+  SendControl("ROLLBACK", {"Rollback", {}});
+  Sync();
+  // Results of the earlier segment come first; only ROLLBACK's matters.
+  while (!pending_.empty() && !broken_) {
+    Pending pending = std::move(pending_.front());
+    pending_.pop_front();
+    absl::Status status = ReadOne(pending, nullptr);
+    if (!status.ok() && pending.context.operation == "Rollback") {
+      broken_ = true;  // don't hand out a connection stuck in a transaction
+    }
+  }
+  pending_.clear();
+  failure_ = absl::OkStatus();
+}
+
+absl::Status Connection::Drain() {
+  if (!pending_.empty()) Sync();
+  return ReadPending(nullptr);
+}
+
+absl::Status Connection::ReadPending(Result* wanted) {
+  while (!pending_.empty()) {
+    Pending pending = std::move(pending_.front());
+    pending_.pop_front();
+    if (broken_) continue;  // nothing more will arrive
+    Fail(ReadOne(pending, wanted));
+  }
+  return std::exchange(failure_, absl::OkStatus());
+}
+
+absl::Status Connection::ReadOne(const Pending& pending, Result* wanted) {
+  Result result(PQgetResult(connection_));
+  if (result.get() == nullptr) {
+    MarkBroken(pending.context.operation);
+    return absl::OkStatus();
+  }
+  const ExecStatusType status = PQresultStatus(result.get());
+  if (pending.kind == Kind::kSync) {
+    if (status == PGRES_PIPELINE_SYNC) return absl::OkStatus();
+    broken_ = true;  // out of step with the server: never reuse
+    if (PQstatus(connection_) == CONNECTION_BAD) {
+      return ConnectionLost(connection_, "sync");
+    }
+    return StatusFromResult(result.get(), connection_, {"sync"});
+  }
+  // A statement's results end with a null.
+  if (Result end(PQgetResult(connection_)); end.get() != nullptr) {
+    broken_ = true;
+    if (PQstatus(connection_) == CONNECTION_BAD) {
+      return ConnectionLost(connection_, pending.context.operation);
+    }
+  }
+  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+    if (pending.wanted && wanted != nullptr) *wanted = std::move(result);
+    return absl::OkStatus();
+  }
+  if (pending.kind == Kind::kPrepare) prepared_.erase(pending.sql);
+  if (PQstatus(connection_) == CONNECTION_BAD) broken_ = true;
+  if (status == PGRES_PIPELINE_ABORTED) {
+    // Skipped after an earlier failure, which was reported first.
+    return absl::AbortedError(StrCat("postgres ", pending.context.operation,
+                                     ": skipped after an earlier failure"));
+  }
+  return StatusFromResult(result.get(), connection_, pending.context);
+}
+
+}  // namespace sluice::postgres_internal

@@ -1,0 +1,137 @@
+// One libpq connection in pipeline mode: statements are queued and their
+// results read only when the caller needs one.
+//
+//   connection.Send(sql::kUpdateRuns, params, {"UpdateRuns"});   // no wait
+//   absl::StatusOr<Result> rows =
+//       connection.Query(sql::kGetTasks, params, {"GetTasks"});  // one trip
+//
+// Send() queues a statement whose result nobody waits for; its outcome is
+// checked when results are next read, by Query() (which sends a sync point
+// after its own statement, then reads everything queued before it, in
+// order) or by Drain(). The first failure among them is what that call
+// returns. So a transaction costs one round trip per statement whose result
+// is needed, plus one for COMMIT, which drains the rest. A statement whose
+// checks must stop a COMMIT does them in SQL (sluice.require_found raises),
+// so the server aborts the transaction and COMMIT reports ROLLBACK.
+//
+// Every statement but transaction control is prepared, on first use on this
+// connection, under a generated name; the PREPARE travels in the same
+// pipeline as its first execution.
+//
+// A connection that lost its server is broken() for good: the pool
+// discards it. Not thread-safe: one transaction uses it at a time.
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_CONNECTION_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_CONNECTION_H_
+
+#include <libpq-fe.h>
+
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "pg_queue_sql.h"
+#include "pg_status.h"
+#include "pg_values.h"
+
+namespace sluice::postgres_internal {
+
+// An owned PGresult.
+class Result {
+ public:
+  Result() = default;
+  explicit Result(PGresult* result) : result_(result, &PQclear) {}
+
+  const PGresult* get() const { return result_.get(); }
+  int rows() const { return result_ ? PQntuples(result_.get()) : 0; }
+  Row row(int index, int first_column = 0) const {
+    return Row(result_.get(), index, first_column);
+  }
+  // The number of rows an INSERT/UPDATE/DELETE touched.
+  int64_t affected() const;
+  // The command tag's verb: "COMMIT", or "ROLLBACK" for a COMMIT of a
+  // transaction the server had aborted.
+  std::string_view command_status() const {
+    return result_ ? PQcmdStatus(result_.get()) : "";
+  }
+
+ private:
+  std::unique_ptr<PGresult, decltype(&PQclear)> result_{nullptr, &PQclear};
+};
+
+class Connection {
+ public:
+  // Connects, sets the session (UTC, ISO dates, UTF8) and enters pipeline
+  // mode. kUnavailable if the server can't be reached.
+  static absl::StatusOr<std::unique_ptr<Connection>> Open(
+      const std::string& url);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // False once the connection broke, or if the server closed it while it
+  // sat idle (a terminated backend leaves the socket readable).
+  bool CheckAlive();
+  bool broken() const { return broken_; }
+
+  // Queues a prepared statement; its outcome is checked later.
+  void Send(std::string_view sql, const Params& params,
+            StatementContext context);
+  // Queues a transaction control statement (not prepared).
+  void SendControl(std::string_view sql, StatementContext context);
+  // Queues a transaction control statement and waits for its result,
+  // checking every statement queued before it.
+  absl::StatusOr<Result> QueryControl(std::string_view sql,
+                                      StatementContext context);
+  // Queues a prepared statement and waits for its result, checking every
+  // statement queued before it.
+  absl::StatusOr<Result> Query(std::string_view sql, const Params& params,
+                               StatementContext context);
+  // Waits for everything queued; the first failure, if any.
+  absl::Status Drain();
+  // Ends the open transaction block, whatever state it is in, in one round
+  // trip: a sync point first (the server skips everything after a failure
+  // until the next one), then ROLLBACK. Failures of statements queued
+  // before are dropped. A connection whose ROLLBACK fails is broken().
+  void Rollback();
+
+  // The statements on `queue`'s tables, built once per connection.
+  const QueueSql& StatementsFor(std::string_view queue);
+
+ private:
+  enum class Kind { kPrepare, kStatement, kSync };
+  struct Pending {
+    Kind kind;
+    StatementContext context;
+    std::string sql;      // kPrepare: forgotten again if the prepare fails
+    bool wanted = false;  // kStatement: the result Query() returns
+  };
+
+  explicit Connection(PGconn* connection) : connection_(connection) {}
+  // The prepared statement's name for `sql`, queuing its PREPARE first if
+  // this connection hasn't seen it.
+  const std::string& PreparedName(std::string_view sql,
+                                  const StatementContext& context);
+  void Sync();
+  // Reads the results of everything pending; `wanted` gets the result of
+  // the statement marked wanted.
+  absl::Status ReadPending(Result* wanted);
+  absl::Status ReadOne(const Pending& pending, Result* wanted);
+  void MarkBroken(std::string_view operation);
+  void Fail(absl::Status status);
+
+  PGconn* connection_;
+  bool broken_ = false;
+  absl::Status failure_;  // the first failure not yet reported
+  std::deque<Pending> pending_;
+  absl::flat_hash_map<std::string, std::string> prepared_;  // sql -> name
+  int next_statement_ = 0;
+  absl::flat_hash_map<std::string, std::unique_ptr<QueueSql>> queues_;
+};
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_CONNECTION_H_

@@ -1,0 +1,47 @@
+// The backend's transaction connections: at most `size` open at once,
+// opened lazily, reused while healthy. A connection the server closed
+// (restart, pg_terminate_backend) is noticed when it is next taken, or when
+// a statement fails on it, and is replaced: the next Begin() reconnects.
+//
+// Thread-safe.
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_POOL_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_POOL_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "pg_connection.h"
+
+namespace sluice::postgres_internal {
+
+class ConnectionPool {
+ public:
+  ConnectionPool(std::string url, int size, absl::Duration acquire_timeout)
+      : url_(std::move(url)),
+        size_(size < 1 ? 1 : size),
+        acquire_timeout_(acquire_timeout) {}
+
+  // A healthy connection with nothing pending: an idle one, or a new one
+  // while fewer than `size` are open. Waits up to the acquire timeout for
+  // one to be released; kUnavailable after that or if connecting fails.
+  absl::StatusOr<std::unique_ptr<Connection>> Acquire();
+  // Takes a connection back; a broken one is closed instead.
+  void Release(std::unique_ptr<Connection> connection);
+
+ private:
+  const std::string url_;
+  const int size_;
+  const absl::Duration acquire_timeout_;
+  absl::Mutex mu_;
+  std::vector<std::unique_ptr<Connection>> idle_ ABSL_GUARDED_BY(mu_);
+  int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle plus taken
+};
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_POOL_H_

@@ -1,0 +1,51 @@
+// The statements on one queue's pgmq tables, pgmq.q_<queue> (live) and
+// pgmq.a_<queue> (archive). They are pgmq's own operations written with the
+// caller's times instead of now(), so a manual clock drives them; every row
+// they write is one pgmq itself would write (`headers` is left alone).
+// Identifiers are quoted, though the engine already allows only [a-z0-9_].
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_
+
+#include <string>
+#include <string_view>
+
+#include "sluice/backend.h"
+
+namespace sluice::postgres_internal {
+
+struct QueueSql {
+  explicit QueueSql(std::string_view queue);
+
+  // $1 enqueued_at, $2 visible_at[], $3 message jsonb[]; rows: (msg_id), in
+  // send order.
+  std::string send;
+  // $1 now, $2 visible_until, $3 limit. Rows: msg_id, read_ct,
+  // enqueued_at, vt, then message for kAll.
+  std::string read_all;
+  std::string read_no_payloads;
+  // $1 msg_id[], $2 vt[] (one entry per message).
+  std::string set_visibility;
+  // $1 msg_id[], $2 archived_at.
+  std::string archive;
+  // $1 msg_id. Rows: archived, archived_at, msg_id, read_ct, enqueued_at,
+  // vt, message.
+  std::string lookup;
+  // $1 run ids, $2 the queue name: the runs' tasks' messages.
+  std::string delete_run_messages;
+  std::string delete_run_archived;
+  // pg_notify channel: "sluice_q_<queue>" (at most 56 bytes).
+  std::string channel;
+
+  const std::string& Read(Fields fields) const {
+    return fields == Fields::kAll ? read_all : read_no_payloads;
+  }
+};
+
+// The quoted identifier `name` ("q_x" -> "\"q_x\"").
+std::string QuoteIdentifier(std::string_view name);
+// The channel WatchQueue listens on for `queue`.
+std::string QueueChannel(std::string_view queue);
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_

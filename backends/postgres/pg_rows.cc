@@ -1,0 +1,143 @@
+#include "pg_rows.h"
+
+#include <utility>
+
+namespace sluice::postgres_internal {
+namespace {
+
+// Parses an enum column with `parse`, latching a corruption error.
+template <typename Enum, typename Parse>
+Enum ReadEnum(Row& row, Parse parse, Enum fallback) {
+  absl::StatusOr<Enum> value = parse(row.Raw());
+  if (!value.ok()) {
+    row.Fail(
+        absl::InternalError(std::string("postgres holds a corrupt value: ") +
+                            std::string(value.status().message())));
+    return fallback;
+  }
+  return *value;
+}
+
+template <typename Record>
+absl::StatusOr<Record> Checked(const Row& row, Record record) {
+  if (!row.status().ok()) return row.status();
+  return record;
+}
+
+TaskKey ReadTaskKey(Row& row) {
+  TaskKey key;
+  key.run_id = row.RunId();
+  key.step_index = static_cast<int>(row.Int());
+  key.task_index = static_cast<int>(row.Int());
+  return key;
+}
+
+}  // namespace
+
+absl::StatusOr<FlowRecord> ReadFlow(Row row) {
+  FlowRecord flow;
+  flow.slug = row.Text();
+  flow.definition = row.Json("flow definition");
+  flow.created_at = row.Time();
+  return Checked(row, std::move(flow));
+}
+
+absl::StatusOr<QueueRecord> ReadQueue(Row row) {
+  QueueRecord queue;
+  queue.name = row.Text();
+  queue.owner_flow = row.Text();
+  queue.created_at = row.Time();
+  return Checked(row, std::move(queue));
+}
+
+absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields) {
+  RunRecord run;
+  run.run_id = row.RunId();
+  run.flow_slug = row.Text();
+  run.status = ReadEnum(row, ParseRunStatus, RunStatus::kStarted);
+  run.remaining_steps = static_cast<int>(row.Int());
+  run.error = row.Text();
+  run.started_at = row.Time();
+  run.finished_at = row.OptionalTime();
+  if (fields == Fields::kAll) {
+    run.input = row.Json("run input");
+    run.output = row.OptionalJson("run output");
+  }
+  return Checked(row, std::move(run));
+}
+
+absl::StatusOr<StepStateRecord> ReadStepState(Row row, Fields fields) {
+  StepStateRecord state;
+  state.run_id = row.RunId();
+  state.step_index = static_cast<int>(row.Int());
+  state.step_slug = row.Text();
+  state.status = ReadEnum(row, ParseStepStatus, StepStatus::kCreated);
+  state.remaining_deps = static_cast<int>(row.Int());
+  state.initial_tasks = row.OptionalInt();
+  state.remaining_tasks = row.OptionalInt();
+  state.error = row.Text();
+  state.skip_reason = ReadEnum(row, ParseSkipReason, SkipReason::kNone);
+  state.started_at = row.OptionalTime();
+  state.finished_at = row.OptionalTime();
+  if (fields == Fields::kAll) state.output = row.OptionalJson("step output");
+  return Checked(row, std::move(state));
+}
+
+absl::StatusOr<TaskRecord> ReadTask(Row row, Fields fields) {
+  TaskRecord task;
+  task.key = ReadTaskKey(row);
+  task.flow_slug = row.Text();
+  task.status = ReadEnum(row, ParseTaskStatus, TaskStatus::kQueued);
+  task.attempts = static_cast<int>(row.Int());
+  task.error = row.Text();
+  task.queue_name = row.Text();
+  task.message_id = row.Int();
+  task.queued_at = row.Time();
+  task.started_at = row.OptionalTime();
+  task.finished_at = row.OptionalTime();
+  task.stall_at = row.OptionalTime();
+  task.requeued_count = static_cast<int>(row.Int());
+  task.worker_id = row.Text();
+  if (fields == Fields::kAll) {
+    task.input = row.Json("task input");
+    task.output = row.OptionalJson("task output");
+  }
+  return Checked(row, std::move(task));
+}
+
+absl::StatusOr<OutboxReport> ReadReport(Row row) {
+  OutboxReport report;
+  report.report_id = row.Int();
+  report.task = ReadTaskKey(row);
+  report.flow_slug = row.Text();
+  report.kind = ReadEnum(row, ParseReportKind, ReportKind::kCompleted);
+  report.created_at = row.Time();
+  return Checked(row, std::move(report));
+}
+
+absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields) {
+  MessageRecord message;
+  message.message_id = row.Int();
+  message.read_count = static_cast<int>(row.Int());
+  message.enqueued_at = row.Time();
+  message.visible_at = row.Time();
+  if (fields == Fields::kAll) {
+    // pgmq allows a NULL message; it reads as JSON null.
+    std::optional<Json> body = row.OptionalJson("message body");
+    if (body.has_value()) message.body = std::move(*body);
+  }
+  return Checked(row, std::move(message));
+}
+
+absl::StatusOr<WorkerRecord> ReadWorker(Row row) {
+  WorkerRecord worker;
+  worker.worker_id = row.Text();
+  worker.queue_name = row.Text();
+  worker.flow_slug = row.Text();
+  worker.started_at = row.Time();
+  worker.last_heartbeat_at = row.Time();
+  worker.stopped_at = row.OptionalTime();
+  return Checked(row, std::move(worker));
+}
+
+}  // namespace sluice::postgres_internal

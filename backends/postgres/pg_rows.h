@@ -1,0 +1,26 @@
+// Result rows as records. Each reader expects the columns of its list in
+// pg_sql.h, in order, from the Row's current column; payload columns only
+// for Fields::kAll. Data that does not decode is kInternal ("corrupt").
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_
+
+#include "absl/status/statusor.h"
+#include "pg_values.h"
+#include "sluice/backend.h"
+#include "sluice/records.h"
+
+namespace sluice::postgres_internal {
+
+absl::StatusOr<FlowRecord> ReadFlow(Row row);
+absl::StatusOr<QueueRecord> ReadQueue(Row row);
+absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields);
+absl::StatusOr<StepStateRecord> ReadStepState(Row row, Fields fields);
+absl::StatusOr<TaskRecord> ReadTask(Row row, Fields fields);
+absl::StatusOr<OutboxReport> ReadReport(Row row);
+// msg_id, read_ct, enqueued_at, vt, then message for kAll.
+absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields);
+absl::StatusOr<WorkerRecord> ReadWorker(Row row);
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_

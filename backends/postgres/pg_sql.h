@@ -1,0 +1,366 @@
+// Every statement the Postgres backend runs on Sluice's own tables, in one
+// place. Parameters are numbered ($1...) and always bound; a batch binds one
+// array per column and reads it with unnest(...) WITH ORDINALITY, whose
+// `ord` says which item of the batch a row answers. Statements on a queue's
+// pgmq tables are built per queue (pg_queue_sql.h).
+//
+// Column lists come in two shapes where a record has JSON payloads: the
+// state columns, and the state columns followed by the payloads, so a
+// kNoPayloads read never even fetches them (pg_rows.h reads both).
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_SQL_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_SQL_H_
+
+#include <algorithm>
+#include <cstddef>
+#include <string_view>
+
+#include "sluice/backend.h"
+
+namespace sluice::postgres_internal::sql {
+
+template <size_t N>
+struct SqlText {
+  char text[N] = {};
+  constexpr std::string_view view() const { return {text, N - 1}; }
+  constexpr operator std::string_view() const { return view(); }  // NOLINT
+};
+
+// Concatenates string literals (and SqlText::text) at compile time.
+template <size_t... N>
+constexpr SqlText<(N + ...) - sizeof...(N) + 1> Join(
+    const char (&... parts)[N]) {
+  SqlText<(N + ...) - sizeof...(N) + 1> joined;
+  size_t position = 0;
+  ((std::copy_n(parts, N - 1, joined.text + position), position += N - 1), ...);
+  return joined;
+}
+
+// A read in two shapes: with the JSON payloads (kAll) or without.
+struct ByFields {
+  std::string_view all;
+  std::string_view no_payloads;
+  std::string_view For(Fields fields) const {
+    return fields == Fields::kAll ? all : no_payloads;
+  }
+};
+
+// --- Column lists (aliases: r runs, s step_states, t tasks, o outbox) ---
+
+inline constexpr char kRunState[] =
+    "r.run_id, r.flow_slug, r.status, r.remaining_steps, r.error, "
+    "r.started_at, r.finished_at";
+inline constexpr auto kRunAll = Join(kRunState, ", r.input, r.output");
+inline constexpr char kStepState[] =
+    "s.run_id, s.step_index, s.step_slug, s.status, s.remaining_deps, "
+    "s.initial_tasks, s.remaining_tasks, s.error, s.skip_reason, "
+    "s.started_at, s.finished_at";
+inline constexpr auto kStepAll = Join(kStepState, ", s.output");
+inline constexpr char kTaskState[] =
+    "t.run_id, t.step_index, t.task_index, t.flow_slug, t.status, "
+    "t.attempts, t.error, t.queue_name, t.message_id, t.queued_at, "
+    "t.started_at, t.finished_at, t.stall_at, t.requeued_count, t.worker_id";
+inline constexpr auto kTaskAll = Join(kTaskState, ", t.input, t.output");
+inline constexpr char kReport[] =
+    "o.report_id, o.run_id, o.step_index, o.task_index, o.flow_slug, o.kind, "
+    "o.created_at";
+inline constexpr char kWorker[] =
+    "worker_id, queue_name, flow_slug, started_at, last_heartbeat_at, "
+    "stopped_at";
+
+// --- Flows, queues, workers ---
+
+inline constexpr std::string_view kLockFlowSlug =
+    "SELECT pg_advisory_xact_lock(hashtext('sluice.flow:' || $1))";
+inline constexpr std::string_view kGetFlow =
+    "SELECT slug, definition, created_at FROM sluice.flows WHERE slug = $1";
+inline constexpr std::string_view kInsertFlow =
+    "INSERT INTO sluice.flows (slug, definition, created_at) "
+    "VALUES ($1, $2::json, $3::timestamptz)";
+inline constexpr std::string_view kListFlows =
+    "SELECT slug, definition, created_at FROM sluice.flows ORDER BY slug";
+inline constexpr std::string_view kGetQueue =
+    "SELECT name, owner_flow, created_at FROM sluice.queues WHERE name = $1";
+// A physical queue exists when its live table does (registered or not).
+inline constexpr std::string_view kQueueExists =
+    "SELECT to_regclass(format('pgmq.%I', 'q_' || lower($1))) IS NOT NULL";
+inline constexpr std::string_view kInsertQueue =
+    "INSERT INTO sluice.queues (name, owner_flow, created_at) "
+    "VALUES ($1, $2, $3::timestamptz)";
+inline constexpr std::string_view kCreatePhysicalQueue =
+    "SELECT sluice.create_queue($1)";
+inline constexpr std::string_view kNotifyQueue = "SELECT pg_notify($1, '')";
+inline constexpr auto kUpsertWorker =
+    Join("INSERT INTO sluice.workers (", kWorker,
+         ") VALUES ($1, $2, $3, $4::timestamptz, $5::timestamptz, "
+         "$6::timestamptz) ON CONFLICT (worker_id) DO UPDATE SET "
+         "queue_name = excluded.queue_name, flow_slug = excluded.flow_slug, "
+         "started_at = excluded.started_at, "
+         "last_heartbeat_at = excluded.last_heartbeat_at, "
+         "stopped_at = excluded.stopped_at");
+inline constexpr auto kListWorkers =
+    Join("SELECT ", kWorker, " FROM sluice.workers ORDER BY worker_id");
+
+// --- Runs ---
+
+inline constexpr std::string_view kInsertRuns =
+    "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
+    "error, started_at, finished_at, input, output) "
+    "SELECT i.run_id, i.flow_slug, i.status, i.remaining_steps, i.error, "
+    "i.started_at, i.finished_at, i.input, i.output FROM unnest($1::uuid[], "
+    "$2::text[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], "
+    "$7::timestamptz[], $8::json[], $9::json[]) WITH ORDINALITY AS i(run_id, "
+    "flow_slug, status, remaining_steps, error, started_at, finished_at, "
+    "input, output, ord) ORDER BY i.ord";
+
+// $1: run ids. Locking reads lock in the order given (LockRows sits above
+// the sort).
+inline constexpr char kRunsById[] =
+    " FROM unnest($1::uuid[]) WITH ORDINALITY AS u(run_id, ord) "
+    "JOIN sluice.runs AS r ON r.run_id = u.run_id ORDER BY u.ord";
+inline constexpr char kForUpdate[] = " FOR NO KEY UPDATE OF r";
+inline constexpr auto kGetRunsAll =
+    Join("SELECT u.ord, ", kRunAll.text, kRunsById);
+inline constexpr auto kGetRunsState =
+    Join("SELECT u.ord, ", kRunState, kRunsById);
+inline constexpr auto kLockRunsAll = Join(kGetRunsAll.text, kForUpdate);
+inline constexpr auto kLockRunsState = Join(kGetRunsState.text, kForUpdate);
+inline constexpr ByFields kGetRuns{kGetRunsAll, kGetRunsState};
+inline constexpr ByFields kLockRuns{kLockRunsAll, kLockRunsState};
+
+// One row per run (the last write of a batch wins; the caller dedupes).
+inline constexpr std::string_view kUpdateRuns =
+    "WITH i AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], "
+    "$4::timestamptz[], $5::json[]) AS i(run_id, status, error, finished_at, "
+    "output)), updated AS (UPDATE sluice.runs AS r SET status = i.status, "
+    "error = i.error, finished_at = i.finished_at, output = i.output FROM i "
+    "WHERE r.run_id = i.run_id RETURNING r.run_id) "
+    "SELECT sluice.require_found('run', (SELECT min(i.run_id::text) FROM i "
+    "WHERE i.run_id NOT IN (SELECT run_id FROM updated)))";
+// One row per run, deltas summed. Rows: (slot, new value).
+inline constexpr std::string_view kAddRunRemainingSteps =
+    "UPDATE sluice.runs AS r SET remaining_steps = r.remaining_steps + "
+    "d.delta FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS d(run_id, "
+    "delta, slot) WHERE r.run_id = d.run_id RETURNING d.slot, "
+    "r.remaining_steps";
+inline constexpr auto kListRunsOfFlow =
+    Join("SELECT ", kRunAll.text,
+         " FROM sluice.runs AS r WHERE r.flow_slug = $1 "
+         "ORDER BY r.started_at DESC, r.insert_seq DESC LIMIT $2");
+inline constexpr auto kListAllRuns =
+    Join("SELECT ", kRunAll.text,
+         " FROM sluice.runs AS r "
+         "ORDER BY r.started_at DESC, r.insert_seq DESC LIMIT $1");
+inline constexpr auto kFindFinishedRuns =
+    Join("SELECT ", kRunState,
+         " FROM sluice.runs AS r WHERE r.finished_at IS NOT NULL "
+         "AND r.finished_at < $1::timestamptz "
+         "AND r.status IN ('completed', 'failed', 'cancelled') "
+         "ORDER BY r.finished_at, r.insert_seq LIMIT $2 "
+         "FOR UPDATE OF r SKIP LOCKED");
+
+// Deleting runs ($1: run ids): the queues their tasks' messages are on
+// (each queue's messages go by pg_queue_sql.h), then the rest.
+inline constexpr std::string_view kQueuesOfRuns =
+    "SELECT DISTINCT queue_name FROM sluice.tasks "
+    "WHERE run_id = ANY($1::uuid[])";
+inline constexpr std::string_view kDeleteRunReports =
+    "DELETE FROM sluice.outbox WHERE run_id = ANY($1::uuid[])";
+inline constexpr std::string_view kDeleteRunTasks =
+    "DELETE FROM sluice.tasks WHERE run_id = ANY($1::uuid[])";
+inline constexpr std::string_view kDeleteRunStepStates =
+    "DELETE FROM sluice.step_states WHERE run_id = ANY($1::uuid[])";
+inline constexpr std::string_view kDeleteRuns =
+    "DELETE FROM sluice.runs WHERE run_id = ANY($1::uuid[])";
+
+// --- Step states ---
+
+inline constexpr std::string_view kInsertStepStates =
+    "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
+    "remaining_deps, initial_tasks, remaining_tasks, error, skip_reason, "
+    "started_at, finished_at, output) SELECT i.run_id, i.step_index, "
+    "i.step_slug, i.status, i.remaining_deps, i.initial_tasks, "
+    "i.remaining_tasks, i.error, i.skip_reason, i.started_at, i.finished_at, "
+    "i.output FROM unnest($1::uuid[], $2::int[], $3::text[], $4::text[], "
+    "$5::int[], $6::int[], $7::int[], $8::text[], $9::text[], "
+    "$10::timestamptz[], $11::timestamptz[], $12::json[]) WITH ORDINALITY "
+    "AS i(run_id, step_index, step_slug, status, remaining_deps, "
+    "initial_tasks, remaining_tasks, error, skip_reason, started_at, "
+    "finished_at, output, ord) ORDER BY i.ord";
+inline constexpr char kStepsOfRuns[] =
+    " FROM unnest($1::uuid[]) WITH ORDINALITY AS u(run_id, ord) "
+    "JOIN sluice.step_states AS s ON s.run_id = u.run_id "
+    "ORDER BY u.ord, s.step_index";
+inline constexpr auto kGetStepStatesAll =
+    Join("SELECT u.ord, ", kStepAll.text, kStepsOfRuns);
+inline constexpr auto kGetStepStatesState =
+    Join("SELECT u.ord, ", kStepState, kStepsOfRuns);
+inline constexpr ByFields kGetStepStates{kGetStepStatesAll,
+                                         kGetStepStatesState};
+// One row per step (the caller dedupes, the last write winning).
+inline constexpr std::string_view kUpdateStepStates =
+    "WITH i AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], "
+    "$4::int[], $5::text[], $6::text[], $7::timestamptz[], "
+    "$8::timestamptz[], $9::json[]) AS i(run_id, step_index, status, "
+    "initial_tasks, error, skip_reason, started_at, finished_at, output)), "
+    "updated AS (UPDATE sluice.step_states AS s SET status = i.status, "
+    "initial_tasks = i.initial_tasks, error = i.error, "
+    "skip_reason = i.skip_reason, started_at = i.started_at, "
+    "finished_at = i.finished_at, output = i.output FROM i "
+    "WHERE s.run_id = i.run_id AND s.step_index = i.step_index "
+    "RETURNING s.run_id, s.step_index) "
+    "SELECT sluice.require_found('step', (SELECT min(format('%s of run %s', "
+    "i.step_index, i.run_id)) FROM i WHERE (i.run_id, i.step_index) NOT IN "
+    "(SELECT run_id, step_index FROM updated)))";
+// One row per step, deltas summed. Rows: (slot, remaining_tasks,
+// remaining_deps). An unset remaining_tasks counts from 0 (backend.h).
+inline constexpr std::string_view kAddStepCounters =
+    "UPDATE sluice.step_states AS s SET remaining_tasks = "
+    "coalesce(s.remaining_tasks, 0) + d.tasks, remaining_deps = "
+    "s.remaining_deps + d.deps FROM unnest($1::uuid[], $2::int[], $3::int[], "
+    "$4::int[]) WITH ORDINALITY AS d(run_id, step_index, tasks, deps, slot) "
+    "WHERE s.run_id = d.run_id AND s.step_index = d.step_index "
+    "RETURNING d.slot, s.remaining_tasks, s.remaining_deps";
+
+// --- Tasks ---
+
+inline constexpr std::string_view kInsertTasks =
+    "INSERT INTO sluice.tasks (run_id, step_index, task_index, flow_slug, "
+    "status, attempts, error, queue_name, message_id, queued_at, started_at, "
+    "finished_at, stall_at, requeued_count, worker_id, input, output) "
+    "SELECT i.run_id, i.step_index, i.task_index, i.flow_slug, i.status, "
+    "i.attempts, i.error, i.queue_name, i.message_id, i.queued_at, "
+    "i.started_at, i.finished_at, i.stall_at, i.requeued_count, i.worker_id, "
+    "i.input, i.output FROM unnest($1::uuid[], $2::int[], $3::int[], "
+    "$4::text[], $5::text[], $6::int[], $7::text[], $8::text[], "
+    "$9::bigint[], $10::timestamptz[], $11::timestamptz[], "
+    "$12::timestamptz[], $13::timestamptz[], $14::int[], $15::text[], "
+    "$16::json[], $17::json[]) WITH ORDINALITY AS i(run_id, step_index, "
+    "task_index, flow_slug, status, attempts, error, queue_name, message_id, "
+    "queued_at, started_at, finished_at, stall_at, requeued_count, "
+    "worker_id, input, output, ord) ORDER BY i.ord";
+inline constexpr char kTasksByKey[] =
+    " FROM unnest($1::uuid[], $2::int[], $3::int[]) WITH ORDINALITY "
+    "AS u(run_id, step_index, task_index, ord) JOIN sluice.tasks AS t "
+    "ON t.run_id = u.run_id AND t.step_index = u.step_index "
+    "AND t.task_index = u.task_index";
+inline constexpr auto kGetTasksAll =
+    Join("SELECT u.ord, ", kTaskAll.text, kTasksByKey);
+inline constexpr auto kGetTasksState =
+    Join("SELECT u.ord, ", kTaskState, kTasksByKey);
+inline constexpr ByFields kGetTasks{kGetTasksAll, kGetTasksState};
+inline constexpr char kTasksByMessage[] =
+    " FROM unnest($2::bigint[]) WITH ORDINALITY AS u(message_id, ord) "
+    "JOIN sluice.tasks AS t ON t.queue_name = $1 "
+    "AND t.message_id = u.message_id";
+inline constexpr auto kGetTasksByMessageAll =
+    Join("SELECT u.ord, ", kTaskAll.text, kTasksByMessage);
+inline constexpr auto kGetTasksByMessageState =
+    Join("SELECT u.ord, ", kTaskState, kTasksByMessage);
+inline constexpr ByFields kGetTasksByMessage{kGetTasksByMessageAll,
+                                             kGetTasksByMessageState};
+
+// Compare-and-set, one row per task (a batch touching a task twice runs in
+// rounds). Rows: (ord) of each update that applied.
+inline constexpr char kUpdateTasksInput[] =
+    "WITH u AS MATERIALIZED (SELECT * FROM unnest($1::uuid[], $2::int[], "
+    "$3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[], "
+    "$8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], "
+    "$12::json[], $13::text[], $14::int[]) WITH ORDINALITY AS u(run_id, "
+    "step_index, task_index, status, attempts, error, started_at, "
+    "finished_at, stall_at, requeued_count, worker_id, output, "
+    "expected_status, expected_attempts, ord))";
+inline constexpr char kUpdateTasksSet[] =
+    " UPDATE sluice.tasks AS t SET status = u.status, attempts = u.attempts, "
+    "error = u.error, started_at = u.started_at, finished_at = "
+    "u.finished_at, stall_at = u.stall_at, requeued_count = "
+    "u.requeued_count, worker_id = u.worker_id, output = u.output FROM u";
+inline constexpr char kUpdateTasksWhere[] =
+    " WHERE t.run_id = u.run_id AND t.step_index = u.step_index AND "
+    "t.task_index = u.task_index AND t.status = u.expected_status AND "
+    "t.attempts = u.expected_attempts RETURNING u.ord";
+// Both lock the rows first, in key order, so two batches touching the same
+// tasks never wait on each other in a cycle. kUpdateTasksSkipLocked skips
+// tasks other transactions hold: the claim path never waits for a task
+// lock while it holds message locks.
+inline constexpr char kLockTasksOfBatch[] =
+    ", locked AS MATERIALIZED (SELECT t.run_id, t.step_index, t.task_index "
+    "FROM sluice.tasks AS t JOIN u ON t.run_id = u.run_id AND t.step_index "
+    "= u.step_index AND t.task_index = u.task_index ORDER BY t.run_id, "
+    "t.step_index, t.task_index FOR NO KEY UPDATE OF t";
+inline constexpr char kJoinLocked[] =
+    " JOIN locked ON locked.run_id = u.run_id AND locked.step_index = "
+    "u.step_index AND locked.task_index = u.task_index";
+inline constexpr auto kUpdateTasks =
+    Join(kUpdateTasksInput, kLockTasksOfBatch, ")", kUpdateTasksSet,
+         kJoinLocked, kUpdateTasksWhere);
+inline constexpr auto kUpdateTasksSkipLocked =
+    Join(kUpdateTasksInput, kLockTasksOfBatch, " SKIP LOCKED)", kUpdateTasksSet,
+         kJoinLocked, kUpdateTasksWhere);
+
+inline constexpr char kUnfinishedOfRun[] =
+    " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.status IN "
+    "('queued', 'started') ORDER BY t.step_index, t.task_index "
+    "FOR NO KEY UPDATE OF t";
+inline constexpr char kUnfinishedOfStep[] =
+    " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.step_index = $2 AND "
+    "t.status IN ('queued', 'started') ORDER BY t.task_index "
+    "FOR NO KEY UPDATE OF t";
+inline constexpr auto kUnfinishedOfRunAll =
+    Join("SELECT ", kTaskAll.text, kUnfinishedOfRun);
+inline constexpr auto kUnfinishedOfRunState =
+    Join("SELECT ", kTaskState, kUnfinishedOfRun);
+inline constexpr auto kUnfinishedOfStepAll =
+    Join("SELECT ", kTaskAll.text, kUnfinishedOfStep);
+inline constexpr auto kUnfinishedOfStepState =
+    Join("SELECT ", kTaskState, kUnfinishedOfStep);
+inline constexpr ByFields kUnfinishedOfRunSql{kUnfinishedOfRunAll,
+                                              kUnfinishedOfRunState};
+inline constexpr ByFields kUnfinishedOfStepSql{kUnfinishedOfStepAll,
+                                               kUnfinishedOfStepState};
+inline constexpr auto kListTasks =
+    Join("SELECT ", kTaskAll.text,
+         " FROM sluice.tasks AS t WHERE t.run_id = $1 "
+         "ORDER BY t.step_index, t.task_index");
+inline constexpr std::string_view kGetTaskOutputs =
+    "SELECT u.ord, t.output FROM unnest($1::uuid[], $2::int[]) WITH "
+    "ORDINALITY AS u(run_id, step_index, ord) JOIN sluice.tasks AS t ON "
+    "t.run_id = u.run_id AND t.step_index = u.step_index "
+    "ORDER BY u.ord, t.task_index";
+// Ties go by run insertion, then key, like the other backends.
+inline constexpr char kStalled[] =
+    " FROM sluice.tasks AS t JOIN sluice.runs AS r ON r.run_id = t.run_id "
+    "WHERE t.status = 'started' AND t.stall_at < $1::timestamptz "
+    "ORDER BY t.stall_at, r.insert_seq, t.step_index, t.task_index "
+    "LIMIT $2 FOR NO KEY UPDATE OF t SKIP LOCKED";
+inline constexpr auto kFindStalledAll =
+    Join("SELECT ", kTaskAll.text, kStalled);
+inline constexpr auto kFindStalledState = Join("SELECT ", kTaskState, kStalled);
+inline constexpr ByFields kFindStalledTasks{kFindStalledAll, kFindStalledState};
+
+// --- The outbox ---
+
+// Rows: (report id), one per report, inserted in batch order.
+inline constexpr std::string_view kAppendReports =
+    "INSERT INTO sluice.outbox (run_id, step_index, task_index, flow_slug, "
+    "kind, created_at) SELECT i.run_id, i.step_index, i.task_index, "
+    "i.flow_slug, i.kind, i.created_at FROM unnest($1::uuid[], $2::int[], "
+    "$3::int[], $4::text[], $5::text[], $6::timestamptz[]) WITH ORDINALITY "
+    "AS i(run_id, step_index, task_index, flow_slug, kind, created_at, ord) "
+    "ORDER BY i.ord RETURNING report_id";
+inline constexpr auto kTakeReports = Join(
+    "DELETE FROM sluice.outbox AS o WHERE o.report_id IN (SELECT "
+    "report_id FROM sluice.outbox WHERE report_id = ANY($1::bigint[]) "
+    "FOR UPDATE SKIP LOCKED) RETURNING ",
+    kReport);
+inline constexpr auto kTakeStaleReports = Join(
+    "DELETE FROM sluice.outbox AS o WHERE o.report_id IN (SELECT "
+    "report_id FROM sluice.outbox WHERE created_at < $1::timestamptz "
+    "ORDER BY created_at, report_id LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "RETURNING ",
+    kReport);
+inline constexpr std::string_view kCountReports =
+    "SELECT count(*) FROM sluice.outbox";
+
+}  // namespace sluice::postgres_internal::sql
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_SQL_H_

@@ -1,0 +1,40 @@
+// Postgres failures as Abseil status codes, with Abseil's retry meaning:
+//
+//   40001 serialization failure, 40P01 deadlock, 55P03 lock not available
+//                                          -> kAborted (retry the transaction)
+//   class 08, 57P01..57P03, a lost connection -> kUnavailable (retry later)
+//   23505 unique violation                 -> kAlreadyExists
+//   23503 foreign key violation, P0002 (sluice.require_found), 42P01 on a
+//   queue's table                          -> kNotFound
+//   22003 numeric value out of range       -> kOutOfRange
+//   42501 insufficient privilege           -> kPermissionDenied
+//   anything else                          -> kInternal
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_STATUS_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_STATUS_H_
+
+#include <libpq-fe.h>
+
+#include <string>
+#include <string_view>
+
+#include "absl/status/status.h"
+
+namespace sluice::postgres_internal {
+
+// What a statement was for, to name in its error.
+struct StatementContext {
+  std::string operation;  // "UpdateRuns"
+  std::string queue;      // set for statements on a queue's tables
+};
+
+// The status of a failed `result` (which may be null when the connection
+// failed before one arrived); `connection` supplies the message then.
+absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
+                              const StatementContext& context);
+
+// kUnavailable naming the operation and libpq's message.
+absl::Status ConnectionLost(PGconn* connection, std::string_view operation);
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_STATUS_H_

@@ -1,0 +1,115 @@
+// Flows, the queue registry, workers, and queue notifications.
+#include "pg_tables.h"
+
+#include <utility>
+
+#include "pg_rows.h"
+#include "pg_sql.h"
+#include "sluice/internal/status_macros.h"
+
+namespace sluice::postgres_internal {
+
+absl::Status PgTables::LockFlowSlug(std::string_view flow_slug) {
+  // The lock is taken when the server reaches the statement, before any
+  // statement queued after it runs: nothing to wait for here.
+  Send(sql::kLockFlowSlug, Params().Text(flow_slug), "LockFlowSlug");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<FlowRecord>> PgTables::GetFlow(
+    std::string_view flow_slug) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(sql::kGetFlow, Params().Text(flow_slug), "GetFlow"));
+  if (result.rows() == 0) return std::nullopt;
+  return ReadFlow(result.row(0));
+}
+
+absl::Status PgTables::InsertFlow(const FlowRecord& flow) {
+  Send(sql::kInsertFlow,
+       Params().Text(flow.slug).Json(flow.definition).Time(flow.created_at),
+       "InsertFlow");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<FlowRecord>> PgTables::ListFlows() {
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(sql::kListFlows, Params(), "ListFlows"));
+  std::vector<FlowRecord> flows;
+  for (int i = 0; i < result.rows(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(FlowRecord flow, ReadFlow(result.row(i)));
+    flows.push_back(std::move(flow));
+  }
+  return flows;
+}
+
+absl::StatusOr<std::optional<QueueRecord>> PgTables::GetQueue(
+    std::string_view name) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(sql::kGetQueue, Params().Text(name), "GetQueue"));
+  if (result.rows() == 0) return std::nullopt;
+  return ReadQueue(result.row(0));
+}
+
+absl::StatusOr<bool> PgTables::QueueExists(std::string_view name) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::kQueueExists, Params().Text(name), "QueueExists"));
+  return result.rows() == 1 && result.row(0).Bool();
+}
+
+absl::Status PgTables::CreateQueue(const QueueRecord& queue) {
+  Send(sql::kInsertQueue,
+       Params().Text(queue.name).Text(queue.owner_flow).Time(queue.created_at),
+       "CreateQueue");
+  Send(sql::kCreatePhysicalQueue, Params().Text(queue.name), "CreateQueue");
+  return absl::OkStatus();
+}
+
+absl::Status PgTables::UpsertWorker(const WorkerRecord& worker) {
+  Send(sql::kUpsertWorker,
+       Params()
+           .Text(worker.worker_id)
+           .Text(worker.queue_name)
+           .Text(worker.flow_slug)
+           .Time(worker.started_at)
+           .Time(worker.last_heartbeat_at)
+           .OptionalTime(worker.stopped_at),
+       "UpsertWorker");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> PgTables::ListWorkers() {
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(sql::kListWorkers, Params(), "ListWorkers"));
+  std::vector<WorkerRecord> workers;
+  for (int i = 0; i < result.rows(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(WorkerRecord worker, ReadWorker(result.row(i)));
+    workers.push_back(std::move(worker));
+  }
+  return workers;
+}
+
+void PgTables::SawTime(absl::Time now) {
+  if (!latest_now_.has_value() || *latest_now_ < now) latest_now_ = now;
+}
+
+void PgTables::NotifyQueue(std::string_view queue) {
+  if (!notified_queues_.emplace(queue).second) return;
+  Send(sql::kNotifyQueue,
+       Params().Text(connection_.StatementsFor(queue).channel), "notify",
+       queue);
+}
+
+absl::StatusOr<std::vector<TaskRecord>> PgTables::ReadTasks(
+    const Result& result, Fields fields, int first) {
+  std::vector<TaskRecord> tasks;
+  tasks.reserve(result.rows());
+  for (int i = 0; i < result.rows(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(TaskRecord task,
+                            ReadTask(result.row(i, first), fields));
+    tasks.push_back(std::move(task));
+  }
+  return tasks;
+}
+
+}  // namespace sluice::postgres_internal

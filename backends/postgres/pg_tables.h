@@ -1,0 +1,139 @@
+// Typed reads and writes of the Postgres backend's tables, on the
+// connection's open transaction. Each method has the contract of the
+// Transaction method of the same name (backend.h); PostgresTransaction
+// checks that the transaction is usable before each call and latches
+// failures.
+//
+// Writes whose result the caller doesn't need (Status-only methods) are
+// queued on the connection's pipeline and checked at the next statement
+// whose result is needed, or at COMMIT (pg_connection.h). Their failures
+// surface there, with the code they would have had. Writes that must find
+// their rows (UpdateRuns, UpdateStepStates) check in SQL, so a miss aborts
+// the transaction on the server.
+//
+// Sources: flows, queues, workers and notifications in pg_tables.cc; runs,
+// step states and retention in pg_tables_runs.cc; tasks and the outbox in
+// pg_tables_tasks.cc; queue messages in pg_tables_messages.cc.
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_TABLES_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_TABLES_H_
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "pg_connection.h"
+#include "sluice/backend.h"
+#include "sluice/records.h"
+
+namespace sluice::postgres_internal {
+
+class PgTables {
+ public:
+  explicit PgTables(Connection& connection) : connection_(connection) {}
+
+  absl::Status LockFlowSlug(std::string_view flow_slug);
+  absl::StatusOr<std::optional<FlowRecord>> GetFlow(std::string_view flow_slug);
+  absl::Status InsertFlow(const FlowRecord& flow);
+  absl::StatusOr<std::vector<FlowRecord>> ListFlows();
+  absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);
+  absl::StatusOr<bool> QueueExists(std::string_view name);
+  absl::Status CreateQueue(const QueueRecord& queue);
+
+  absl::Status InsertRuns(std::span<const RunRecord> runs);
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields);
+  absl::Status UpdateRuns(std::span<const RunRecord> runs);
+  absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
+      std::span<const RunCounterDelta> deltas);
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
+                                                  int limit);
+  absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
+      absl::Time finished_before, int limit);
+  absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids);
+
+  absl::Status InsertStepStates(std::span<const StepStateRecord> states);
+  absl::StatusOr<std::vector<std::vector<StepStateRecord>>> GetStepStates(
+      std::span<const RunId> run_ids, Fields fields);
+  absl::Status UpdateStepStates(std::span<const StepStateRecord> states);
+  absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas);
+
+  absl::Status InsertTasks(std::span<const TaskRecord> tasks);
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
+      std::span<const TaskKey> keys, Fields fields);
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
+      std::string_view queue, std::span<const int64_t> message_ids,
+      Fields fields);
+  absl::StatusOr<std::vector<bool>> UpdateTasks(
+      std::span<const TaskUpdate> updates);
+  absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
+      const RunId& run_id, std::optional<int> step_index, Fields fields);
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(const RunId& run_id);
+  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+      std::span<const StepRef> steps);
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
+                                                           int limit,
+                                                           Fields fields);
+
+  absl::StatusOr<std::vector<int64_t>> AppendReports(
+      std::span<const OutboxReport> reports);
+  absl::StatusOr<std::vector<OutboxReport>> TakeReports(
+      std::span<const int64_t> report_ids);
+  absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
+      absl::Time created_before, int limit);
+  absl::StatusOr<int64_t> CountReports();
+
+  absl::StatusOr<std::vector<int64_t>> SendMessages(
+      std::string_view queue, std::span<const OutgoingMessage> messages,
+      absl::Time now);
+  absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until, Fields fields);
+  absl::Status SetVisibility(std::string_view queue,
+                             std::span<const VisibilityUpdate> updates);
+  absl::Status ArchiveMessages(std::string_view queue,
+                               std::span<const int64_t> message_ids,
+                               absl::Time now);
+  absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
+      std::string_view queue, int64_t message_id);
+
+  absl::Status UpsertWorker(const WorkerRecord& worker);
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers();
+
+ private:
+  // Queues a write whose result nobody waits for.
+  void Send(std::string_view sql, const Params& params,
+            std::string_view operation, std::string_view queue = {}) {
+    connection_.Send(sql, params, {std::string(operation), std::string(queue)});
+  }
+  absl::StatusOr<Result> Query(std::string_view sql, const Params& params,
+                               std::string_view operation,
+                               std::string_view queue = {}) {
+    return connection_.Query(sql, params,
+                             {std::string(operation), std::string(queue)});
+  }
+  // Every row of `result` as a task, columns from `first`.
+  static absl::StatusOr<std::vector<TaskRecord>> ReadTasks(const Result& result,
+                                                           Fields fields,
+                                                           int first = 0);
+  // Notes `now`: SetVisibility wakes watchers of messages visible by then.
+  void SawTime(absl::Time now);
+  // Queues pg_notify for `queue`'s watchers, once per transaction (the
+  // server delivers it at commit).
+  void NotifyQueue(std::string_view queue);
+
+  Connection& connection_;
+  std::optional<absl::Time> latest_now_;
+  absl::flat_hash_set<std::string> notified_queues_;
+};
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_TABLES_H_

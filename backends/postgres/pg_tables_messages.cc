@@ -1,0 +1,142 @@
+// Queue messages, in pgmq's tables, with the caller's times.
+#include <algorithm>
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "pg_rows.h"
+#include "pg_sql.h"
+#include "pg_tables.h"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+
+namespace sluice::postgres_internal {
+namespace {
+
+absl::Status MissingQueue(std::string_view operation, std::string_view queue) {
+  return absl::NotFoundError(
+      StrCat(operation, ": queue \"", queue, "\" does not exist"));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
+    std::string_view queue, std::span<const OutgoingMessage> messages,
+    absl::Time now) {
+  constexpr std::string_view kOperation = "SendMessages";
+  SawTime(now);
+  if (messages.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
+    if (!exists) return MissingQueue(kOperation, queue);
+    return std::vector<int64_t>();
+  }
+  ArrayLiteral visible, bodies;
+  bool visible_now = false;
+  for (const OutgoingMessage& message : messages) {
+    visible.Time(message.visible_at);
+    bodies.Json(message.body);
+    visible_now = visible_now || message.visible_at <= now;
+  }
+  const QueueSql& statements = connection_.StatementsFor(queue);
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(
+          statements.send,
+          Params().Time(now).Array(std::move(visible)).Array(std::move(bodies)),
+          kOperation, queue));
+  if (result.rows() != static_cast<int>(messages.size())) {
+    return absl::InternalError(StrCat("postgres SendMessages: queue \"", queue,
+                                      "\" took ", result.rows(), " of ",
+                                      messages.size(), " messages"));
+  }
+  // Inserted in send order, so the queue's identity handed out increasing
+  // ids in that order; RETURNING itself promises no order.
+  std::vector<int64_t> message_ids;
+  message_ids.reserve(messages.size());
+  for (int i = 0; i < result.rows(); ++i) {
+    message_ids.push_back(result.row(i).Int());
+  }
+  std::sort(message_ids.begin(), message_ids.end());
+  if (visible_now) NotifyQueue(queue);
+  return message_ids;
+}
+
+absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields fields) {
+  constexpr std::string_view kOperation = "ReadMessages";
+  SawTime(now);
+  if (limit <= 0) {
+    SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
+    if (!exists) return MissingQueue(kOperation, queue);
+    return std::vector<MessageRecord>();
+  }
+  const QueueSql& statements = connection_.StatementsFor(queue);
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(statements.Read(fields),
+                           Params().Time(now).Time(visible_until).Int(limit),
+                           kOperation, queue));
+  std::vector<MessageRecord> messages;
+  messages.reserve(result.rows());
+  for (int i = 0; i < result.rows(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
+                            ReadMessage(result.row(i), fields));
+    messages.push_back(std::move(message));
+  }
+  // RETURNING promises no order.
+  std::sort(messages.begin(), messages.end(),
+            [](const MessageRecord& a, const MessageRecord& b) {
+              return a.message_id < b.message_id;
+            });
+  return messages;
+}
+
+absl::Status PgTables::SetVisibility(
+    std::string_view queue, std::span<const VisibilityUpdate> updates) {
+  if (updates.empty()) return absl::OkStatus();
+  // One row per message, the last change winning.
+  absl::flat_hash_map<int64_t, size_t> last;
+  for (size_t i = 0; i < updates.size(); ++i) last[updates[i].message_id] = i;
+  ArrayLiteral ids, visible;
+  bool visible_now = !latest_now_.has_value();
+  for (size_t i = 0; i < updates.size(); ++i) {
+    if (last[updates[i].message_id] != i) continue;
+    ids.Int(updates[i].message_id);
+    visible.Time(updates[i].visible_at);
+    visible_now = visible_now || updates[i].visible_at <= *latest_now_;
+  }
+  Send(connection_.StatementsFor(queue).set_visibility,
+       Params().Array(std::move(ids)).Array(std::move(visible)),
+       "SetVisibility", queue);
+  if (visible_now) NotifyQueue(queue);
+  return absl::OkStatus();
+}
+
+absl::Status PgTables::ArchiveMessages(std::string_view queue,
+                                       std::span<const int64_t> message_ids,
+                                       absl::Time now) {
+  SawTime(now);
+  if (message_ids.empty()) return absl::OkStatus();
+  ArrayLiteral ids;
+  for (int64_t message_id : message_ids) ids.Int(message_id);
+  Send(connection_.StatementsFor(queue).archive,
+       Params().Array(std::move(ids)).Time(now), "ArchiveMessages", queue);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<MessageLocation>> PgTables::LookupMessage(
+    std::string_view queue, int64_t message_id) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(connection_.StatementsFor(queue).lookup,
+                           Params().Int(message_id), "LookupMessage", queue));
+  if (result.rows() == 0) return std::nullopt;
+  Row row = result.row(0);
+  MessageLocation location;
+  location.archived = row.Bool();
+  location.archived_at = row.OptionalTime();
+  SLUICE_RETURN_IF_ERROR(row.status());
+  SLUICE_ASSIGN_OR_RETURN(location.message,
+                          ReadMessage(result.row(0, 2), Fields::kAll));
+  return location;
+}
+
+}  // namespace sluice::postgres_internal

@@ -1,0 +1,271 @@
+#include "pg_transaction.h"
+
+#include <utility>
+
+#include "sluice/internal/status_macros.h"
+
+namespace sluice::postgres_internal {
+
+PostgresTransaction::PostgresTransaction(ConnectionPool& pool,
+                                         OpenTransactions& open,
+                                         std::unique_ptr<Connection> connection)
+    : pool_(pool),
+      open_(open),
+      thread_(std::this_thread::get_id()),
+      connection_(std::move(connection)),
+      tables_(*connection_) {}
+
+PostgresTransaction::~PostgresTransaction() { End(); }
+
+absl::StatusOr<std::unique_ptr<Transaction>> PostgresTransaction::Begin(
+    ConnectionPool& pool, OpenTransactions& open) {
+  const std::thread::id thread = std::this_thread::get_id();
+  if (!open.Add(thread)) {
+    return absl::FailedPreconditionError(
+        "this thread already has an open transaction of this postgres "
+        "backend; commit or drop it before beginning another");
+  }
+  absl::StatusOr<std::unique_ptr<Connection>> connection = pool.Acquire();
+  if (!connection.ok()) {
+    open.Remove(thread);
+    return connection.status();
+  }
+  // BEGIN travels with the first statement.
+  (*connection)
+      ->SendControl("BEGIN ISOLATION LEVEL READ COMMITTED", {"Begin", {}});
+  return std::unique_ptr<Transaction>(
+      new PostgresTransaction(pool, open, std::move(*connection)));
+}
+
+absl::Status PostgresTransaction::Commit() {
+  SLUICE_RETURN_IF_ERROR(CheckUsable());
+  // COMMIT travels with the writes still queued, and drains them.
+  absl::StatusOr<Result> commit =
+      connection_->QueryControl("COMMIT", {"Commit", {}});
+  absl::Status status = commit.status();
+  if (status.ok() && commit->command_status() != "COMMIT") {
+    // The server had already aborted the transaction.
+    status = absl::AbortedError(
+        "postgres Commit: the server rolled the transaction back; retry it");
+  }
+  if (status.ok()) active_ = false;
+  failed_ = !status.ok();
+  End();
+  return status;
+}
+
+void PostgresTransaction::End() {
+  if (connection_ == nullptr) return;
+  if (active_) {
+    active_ = false;
+    // Also ends a transaction whose COMMIT was skipped after an error.
+    connection_->Rollback();
+  }
+  pool_.Release(std::move(connection_));
+  open_.Remove(thread_);
+}
+
+absl::Status PostgresTransaction::CheckUsable() const {
+  if (!active_ || connection_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "postgres transaction has already ended; begin a new one");
+  }
+  if (failed_) {
+    return absl::FailedPreconditionError(
+        "an earlier call of this postgres transaction failed; drop the "
+        "transaction (it rolls back) and retry in a new one");
+  }
+  return absl::OkStatus();
+}
+
+// --- Every operation: checked, forwarded, failure latched -------------------
+
+absl::Status PostgresTransaction::LockFlowSlug(std::string_view flow_slug) {
+  return Guarded([&] { return tables_.LockFlowSlug(flow_slug); });
+}
+
+absl::StatusOr<std::optional<FlowRecord>> PostgresTransaction::GetFlow(
+    std::string_view flow_slug) {
+  return Guarded([&] { return tables_.GetFlow(flow_slug); });
+}
+
+absl::Status PostgresTransaction::InsertFlow(const FlowRecord& flow) {
+  return Guarded([&] { return tables_.InsertFlow(flow); });
+}
+
+absl::StatusOr<std::vector<FlowRecord>> PostgresTransaction::ListFlows() {
+  return Guarded([&] { return tables_.ListFlows(); });
+}
+
+absl::StatusOr<std::optional<QueueRecord>> PostgresTransaction::GetQueue(
+    std::string_view name) {
+  return Guarded([&] { return tables_.GetQueue(name); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::QueueExists(std::string_view name) {
+  return Guarded([&] { return tables_.QueueExists(name); });
+}
+
+absl::Status PostgresTransaction::CreateQueue(const QueueRecord& queue) {
+  return Guarded([&] { return tables_.CreateQueue(queue); });
+}
+
+absl::Status PostgresTransaction::InsertRuns(std::span<RunRecord> runs) {
+  return Guarded([&] { return tables_.InsertRuns(runs); });
+}
+
+absl::StatusOr<std::vector<std::optional<RunRecord>>>
+PostgresTransaction::GetRuns(std::span<const RunId> run_ids, LockMode lock,
+                             Fields fields) {
+  return Guarded([&] { return tables_.GetRuns(run_ids, lock, fields); });
+}
+
+absl::Status PostgresTransaction::UpdateRuns(std::span<RunRecord> runs) {
+  return Guarded([&] { return tables_.UpdateRuns(runs); });
+}
+
+absl::StatusOr<std::vector<int>> PostgresTransaction::AddRunRemainingSteps(
+    std::span<const RunCounterDelta> deltas) {
+  return Guarded([&] { return tables_.AddRunRemainingSteps(deltas); });
+}
+
+absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRuns(
+    std::string_view flow_slug, int limit) {
+  return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
+}
+
+absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::FindFinishedRuns(
+    absl::Time finished_before, int limit) {
+  return Guarded(
+      [&] { return tables_.FindFinishedRuns(finished_before, limit); });
+}
+
+absl::StatusOr<int> PostgresTransaction::DeleteRuns(
+    std::span<const RunId> run_ids) {
+  return Guarded([&] { return tables_.DeleteRuns(run_ids); });
+}
+
+absl::Status PostgresTransaction::InsertStepStates(
+    std::span<StepStateRecord> states) {
+  return Guarded([&] { return tables_.InsertStepStates(states); });
+}
+
+absl::StatusOr<std::vector<std::vector<StepStateRecord>>>
+PostgresTransaction::GetStepStates(std::span<const RunId> run_ids,
+                                   Fields fields) {
+  return Guarded([&] { return tables_.GetStepStates(run_ids, fields); });
+}
+
+absl::Status PostgresTransaction::UpdateStepStates(
+    std::span<StepStateRecord> states) {
+  return Guarded([&] { return tables_.UpdateStepStates(states); });
+}
+
+absl::StatusOr<std::vector<StepCounters>> PostgresTransaction::AddStepCounters(
+    std::span<const StepCounterDelta> deltas) {
+  return Guarded([&] { return tables_.AddStepCounters(deltas); });
+}
+
+absl::Status PostgresTransaction::InsertTasks(std::span<TaskRecord> tasks) {
+  return Guarded([&] { return tables_.InsertTasks(tasks); });
+}
+
+absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+PostgresTransaction::GetTasks(std::span<const TaskKey> keys, Fields fields) {
+  return Guarded([&] { return tables_.GetTasks(keys, fields); });
+}
+
+absl::StatusOr<std::vector<std::optional<TaskRecord>>>
+PostgresTransaction::GetTasksByMessage(std::string_view queue,
+                                       std::span<const int64_t> message_ids,
+                                       Fields fields) {
+  return Guarded(
+      [&] { return tables_.GetTasksByMessage(queue, message_ids, fields); });
+}
+
+absl::StatusOr<std::vector<bool>> PostgresTransaction::UpdateTasks(
+    std::span<TaskUpdate> updates) {
+  return Guarded([&] { return tables_.UpdateTasks(updates); });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::GetUnfinishedTasks(
+    const RunId& run_id, std::optional<int> step_index, Fields fields) {
+  return Guarded(
+      [&] { return tables_.GetUnfinishedTasks(run_id, step_index, fields); });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::ListTasks(
+    const RunId& run_id) {
+  return Guarded([&] { return tables_.ListTasks(run_id); });
+}
+
+absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
+PostgresTransaction::GetTaskOutputs(std::span<const StepRef> steps) {
+  return Guarded([&] { return tables_.GetTaskOutputs(steps); });
+}
+
+absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::FindStalledTasks(
+    absl::Time now, int limit, Fields fields) {
+  return Guarded([&] { return tables_.FindStalledTasks(now, limit, fields); });
+}
+
+absl::StatusOr<std::vector<int64_t>> PostgresTransaction::AppendReports(
+    std::span<const OutboxReport> reports) {
+  return Guarded([&] { return tables_.AppendReports(reports); });
+}
+
+absl::StatusOr<std::vector<OutboxReport>> PostgresTransaction::TakeReports(
+    std::span<const int64_t> report_ids) {
+  return Guarded([&] { return tables_.TakeReports(report_ids); });
+}
+
+absl::StatusOr<std::vector<OutboxReport>> PostgresTransaction::TakeStaleReports(
+    absl::Time created_before, int limit) {
+  return Guarded(
+      [&] { return tables_.TakeStaleReports(created_before, limit); });
+}
+
+absl::StatusOr<int64_t> PostgresTransaction::CountReports() {
+  return Guarded([&] { return tables_.CountReports(); });
+}
+
+absl::StatusOr<std::vector<int64_t>> PostgresTransaction::SendMessages(
+    std::string_view queue, std::span<OutgoingMessage> messages,
+    absl::Time now) {
+  return Guarded([&] { return tables_.SendMessages(queue, messages, now); });
+}
+
+absl::StatusOr<std::vector<MessageRecord>> PostgresTransaction::ReadMessages(
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields fields) {
+  return Guarded([&] {
+    return tables_.ReadMessages(queue, now, limit, visible_until, fields);
+  });
+}
+
+absl::Status PostgresTransaction::SetVisibility(
+    std::string_view queue, std::span<const VisibilityUpdate> updates) {
+  return Guarded([&] { return tables_.SetVisibility(queue, updates); });
+}
+
+absl::Status PostgresTransaction::ArchiveMessages(
+    std::string_view queue, std::span<const int64_t> message_ids,
+    absl::Time now) {
+  return Guarded(
+      [&] { return tables_.ArchiveMessages(queue, message_ids, now); });
+}
+
+absl::StatusOr<std::optional<MessageLocation>>
+PostgresTransaction::LookupMessage(std::string_view queue, int64_t message_id) {
+  return Guarded([&] { return tables_.LookupMessage(queue, message_id); });
+}
+
+absl::Status PostgresTransaction::UpsertWorker(const WorkerRecord& worker) {
+  return Guarded([&] { return tables_.UpsertWorker(worker); });
+}
+
+absl::StatusOr<std::vector<WorkerRecord>> PostgresTransaction::ListWorkers() {
+  return Guarded([&] { return tables_.ListWorkers(); });
+}
+
+}  // namespace sluice::postgres_internal

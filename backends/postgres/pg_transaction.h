@@ -1,0 +1,183 @@
+// A transaction on the Postgres backend.
+//
+// Begin() takes a pooled connection and queues BEGIN (READ COMMITTED); it
+// travels with the transaction's first statement, so a transaction costs a
+// round trip per statement whose result it needs, plus COMMIT
+// (pg_connection.h). Writes the caller needn't wait for are queued and
+// checked at the next such statement or at Commit(), which reports the first
+// failure with its own code (kAlreadyExists, kNotFound...). Row locks follow
+// docs/decisions/0011-postgres-backend.md: runs (ascending id), then step
+// states, then tasks, then messages; claims take messages first, with SKIP
+// LOCKED, and never wait for a task lock (TaskUpdate::skip_if_locked).
+//
+// After any failed call every further call, Commit() included, fails with
+// kFailedPrecondition; dropping the transaction rolls it back. A lost
+// connection fails the call with kUnavailable; the connection is discarded
+// and the next Begin() connects afresh. A failed Commit() applied nothing,
+// except that a connection lost while COMMIT was in flight leaves its
+// outcome unknown (kUnavailable, like any lost reply).
+//
+// Not thread-safe: used by the thread that began it. Begin() on a thread
+// that holds a transaction of the same backend fails with
+// kFailedPrecondition instead of waiting for a connection it holds itself.
+// It must not outlive its backend.
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_TRANSACTION_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_TRANSACTION_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "pg_pool.h"
+#include "pg_tables.h"
+#include "sluice/backend.h"
+
+namespace sluice::postgres_internal {
+
+// The threads that hold an open transaction of one backend. Thread-safe.
+class OpenTransactions {
+ public:
+  // False if `thread` holds one already.
+  bool Add(std::thread::id thread) {
+    absl::MutexLock lock(&mu_);
+    return threads_.insert(thread).second;
+  }
+  void Remove(std::thread::id thread) {
+    absl::MutexLock lock(&mu_);
+    threads_.erase(thread);
+  }
+
+ private:
+  absl::Mutex mu_;
+  absl::flat_hash_set<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
+};
+
+class PostgresTransaction final : public Transaction {
+ public:
+  // Waits for a pool connection. kFailedPrecondition if this thread holds a
+  // transaction of the backend; kUnavailable if no connection can be had.
+  static absl::StatusOr<std::unique_ptr<Transaction>> Begin(
+      ConnectionPool& pool, OpenTransactions& open);
+  ~PostgresTransaction() override;
+
+  absl::Status Commit() override;
+
+  absl::Status LockFlowSlug(std::string_view flow_slug) override;
+  absl::StatusOr<std::optional<FlowRecord>> GetFlow(
+      std::string_view flow_slug) override;
+  absl::Status InsertFlow(const FlowRecord& flow) override;
+  absl::StatusOr<std::vector<FlowRecord>> ListFlows() override;
+  absl::StatusOr<std::optional<QueueRecord>> GetQueue(
+      std::string_view name) override;
+  absl::StatusOr<bool> QueueExists(std::string_view name) override;
+  absl::Status CreateQueue(const QueueRecord& queue) override;
+
+  absl::Status InsertRuns(std::span<RunRecord> runs) override;
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields) override;
+  absl::Status UpdateRuns(std::span<RunRecord> runs) override;
+  absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
+      std::span<const RunCounterDelta> deltas) override;
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
+                                                  int limit) override;
+  absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
+      absl::Time finished_before, int limit) override;
+  absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) override;
+
+  absl::Status InsertStepStates(std::span<StepStateRecord> states) override;
+  absl::StatusOr<std::vector<std::vector<StepStateRecord>>> GetStepStates(
+      std::span<const RunId> run_ids, Fields fields) override;
+  absl::Status UpdateStepStates(std::span<StepStateRecord> states) override;
+  absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas) override;
+
+  absl::Status InsertTasks(std::span<TaskRecord> tasks) override;
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(
+      std::span<const TaskKey> keys, Fields fields) override;
+  absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
+      std::string_view queue, std::span<const int64_t> message_ids,
+      Fields fields) override;
+  absl::StatusOr<std::vector<bool>> UpdateTasks(
+      std::span<TaskUpdate> updates) override;
+  absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
+      const RunId& run_id, std::optional<int> step_index,
+      Fields fields) override;
+  absl::StatusOr<std::vector<TaskRecord>> ListTasks(
+      const RunId& run_id) override;
+  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+      std::span<const StepRef> steps) override;
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
+      absl::Time now, int limit, Fields fields) override;
+
+  absl::StatusOr<std::vector<int64_t>> AppendReports(
+      std::span<const OutboxReport> reports) override;
+  absl::StatusOr<std::vector<OutboxReport>> TakeReports(
+      std::span<const int64_t> report_ids) override;
+  absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
+      absl::Time created_before, int limit) override;
+  absl::StatusOr<int64_t> CountReports() override;
+
+  absl::StatusOr<std::vector<int64_t>> SendMessages(
+      std::string_view queue, std::span<OutgoingMessage> messages,
+      absl::Time now) override;
+  absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until, Fields fields) override;
+  absl::Status SetVisibility(
+      std::string_view queue,
+      std::span<const VisibilityUpdate> updates) override;
+  absl::Status ArchiveMessages(std::string_view queue,
+                               std::span<const int64_t> message_ids,
+                               absl::Time now) override;
+  absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
+      std::string_view queue, int64_t message_id) override;
+
+  absl::Status UpsertWorker(const WorkerRecord& worker) override;
+  absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+
+ private:
+  PostgresTransaction(ConnectionPool& pool, OpenTransactions& open,
+                      std::unique_ptr<Connection> connection);
+
+  // Runs `operation` (returning absl::Status or absl::StatusOr) if the
+  // transaction is usable, and latches its failure: backend.h makes a
+  // transaction unusable after any failed call.
+  template <typename Operation>
+  auto Guarded(Operation operation) -> decltype(operation());
+
+  // OK while the transaction can take calls; kFailedPrecondition once it
+  // has ended or a call has failed.
+  absl::Status CheckUsable() const;
+  // Rolls back unless committed, then hands the connection back.
+  void End();
+
+  ConnectionPool& pool_;
+  OpenTransactions& open_;
+  std::thread::id thread_;
+  std::unique_ptr<Connection> connection_;
+  PgTables tables_;
+  bool active_ = true;   // no COMMIT or ROLLBACK yet
+  bool failed_ = false;  // a call failed: only dropping remains
+};
+
+template <typename Operation>
+auto PostgresTransaction::Guarded(Operation operation)
+    -> decltype(operation()) {
+  if (absl::Status usable = CheckUsable(); !usable.ok()) return usable;
+  auto result = operation();
+  if (!result.ok()) failed_ = true;
+  return result;
+}
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_TRANSACTION_H_

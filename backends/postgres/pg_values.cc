@@ -1,0 +1,315 @@
+#include "pg_values.h"
+
+#include <charconv>
+#include <cstdio>
+#include <limits>
+
+#include "boost/json/parse.hpp"
+#include "sluice/internal/strings.h"
+
+namespace sluice::postgres_internal {
+namespace {
+
+constexpr int64_t kMicrosPerSecond = 1'000'000;
+
+int64_t FloorDiv(int64_t a, int64_t b) {
+  int64_t q = a / b;
+  return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
+}
+
+// Parses `digits` characters of `text` at `*at` as a number.
+bool TakeNumber(std::string_view text, size_t* at, size_t digits,
+                int64_t* value) {
+  if (*at + digits > text.size()) return false;
+  const char* begin = text.data() + *at;
+  auto [end, error] = std::from_chars(begin, begin + digits, *value);
+  if (error != std::errc() || end != begin + digits) return false;
+  *at += digits;
+  return true;
+}
+
+bool TakeChar(std::string_view text, size_t* at, char expected) {
+  if (*at >= text.size() || text[*at] != expected) return false;
+  ++*at;
+  return true;
+}
+
+absl::Status CorruptTime(std::string_view text) {
+  return absl::InternalError(
+      StrCat("postgres returned a time in an unexpected shape: \"", text,
+             "\" (corrupt data, or a session without TimeZone=UTC and "
+             "DateStyle=ISO)"));
+}
+
+// Appends `value` as a quoted array element, escaping \ and ".
+void AppendQuoted(std::string& out, std::string_view value) {
+  out.push_back('"');
+  for (char c : value) {
+    if (c == '"' || c == '\\') out.push_back('\\');
+    out.push_back(c);
+  }
+  out.push_back('"');
+}
+
+}  // namespace
+
+std::string FormatTimestamp(absl::Time time) {
+  if (time == absl::InfiniteFuture()) return "infinity";
+  if (time == absl::InfinitePast()) return "-infinity";
+  const int64_t micros = absl::ToUnixMicros(time);
+  const int64_t seconds = FloorDiv(micros, kMicrosPerSecond);
+  const int64_t fraction = micros - seconds * kMicrosPerSecond;
+  absl::CivilSecond civil =
+      absl::ToCivilSecond(absl::FromUnixSeconds(seconds), absl::UTCTimeZone());
+  char text[64];
+  std::snprintf(text, sizeof(text), "%04lld-%02d-%02d %02d:%02d:%02d.%06lld+00",
+                static_cast<long long>(civil.year()), civil.month(),
+                civil.day(), civil.hour(), civil.minute(), civil.second(),
+                static_cast<long long>(fraction));
+  return text;
+}
+
+absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text) {
+  if (text == "infinity") return absl::InfiniteFuture();
+  if (text == "-infinity") return absl::InfinitePast();
+  size_t dash = text.find('-');
+  if (dash == std::string_view::npos || dash < 4) return CorruptTime(text);
+  size_t at = 0;
+  int64_t year, month, day, hour, minute, second;
+  if (!TakeNumber(text, &at, dash, &year) || !TakeChar(text, &at, '-') ||
+      !TakeNumber(text, &at, 2, &month) || !TakeChar(text, &at, '-') ||
+      !TakeNumber(text, &at, 2, &day) || !TakeChar(text, &at, ' ') ||
+      !TakeNumber(text, &at, 2, &hour) || !TakeChar(text, &at, ':') ||
+      !TakeNumber(text, &at, 2, &minute) || !TakeChar(text, &at, ':') ||
+      !TakeNumber(text, &at, 2, &second)) {
+    return CorruptTime(text);
+  }
+  int64_t micros = 0;
+  if (at < text.size() && text[at] == '.') {
+    ++at;
+    size_t digits = 0;
+    while (at + digits < text.size() && text[at + digits] >= '0' &&
+           text[at + digits] <= '9') {
+      ++digits;
+    }
+    if (digits == 0 || digits > 6 || !TakeNumber(text, &at, digits, &micros)) {
+      return CorruptTime(text);
+    }
+    for (size_t i = digits; i < 6; ++i) micros *= 10;
+  }
+  if (text.substr(at) != "+00") return CorruptTime(text);
+  absl::Time whole =
+      absl::FromCivil(absl::CivilSecond(year, month, day, hour, minute, second),
+                      absl::UTCTimeZone());
+  return whole + absl::Microseconds(micros);
+}
+
+// --- ArrayLiteral -----------------------------------------------------------
+
+void ArrayLiteral::Separate() {
+  if (text_.size() > 1) text_.push_back(',');
+}
+
+ArrayLiteral& ArrayLiteral::Text(std::string_view value) {
+  Separate();
+  AppendQuoted(text_, value);
+  return *this;
+}
+
+ArrayLiteral& ArrayLiteral::Int(int64_t value) {
+  Separate();
+  StrAppend(&text_, value);
+  return *this;
+}
+
+ArrayLiteral& ArrayLiteral::OptionalInt(std::optional<int64_t> value) {
+  return value.has_value() ? Int(*value) : Null();
+}
+
+ArrayLiteral& ArrayLiteral::Bool(bool value) {
+  Separate();
+  text_.push_back(value ? 't' : 'f');
+  return *this;
+}
+
+ArrayLiteral& ArrayLiteral::Time(absl::Time value) {
+  return Text(FormatTimestamp(value));
+}
+
+ArrayLiteral& ArrayLiteral::OptionalTime(std::optional<absl::Time> value) {
+  return value.has_value() ? Time(*value) : Null();
+}
+
+ArrayLiteral& ArrayLiteral::RunId(const sluice::RunId& value) {
+  return Text(value.ToString());
+}
+
+ArrayLiteral& ArrayLiteral::Json(const sluice::Json& value) {
+  return Text(SerializeJson(value));
+}
+
+ArrayLiteral& ArrayLiteral::OptionalJson(
+    const std::optional<sluice::Json>& value) {
+  return value.has_value() ? Json(*value) : Null();
+}
+
+ArrayLiteral& ArrayLiteral::Null() {
+  Separate();
+  text_ += "NULL";
+  return *this;
+}
+
+std::string ArrayLiteral::Take() && {
+  text_.push_back('}');
+  return std::move(text_);
+}
+
+// --- Params -----------------------------------------------------------------
+
+Params& Params::Text(std::string_view value) {
+  values_.emplace_back(value);
+  is_null_.push_back(false);
+  return *this;
+}
+
+Params& Params::Int(int64_t value) { return Text(StrCat(value)); }
+
+Params& Params::Time(absl::Time value) { return Text(FormatTimestamp(value)); }
+
+Params& Params::OptionalTime(std::optional<absl::Time> value) {
+  return value.has_value() ? Time(*value) : Null();
+}
+
+Params& Params::RunId(const sluice::RunId& value) {
+  return Text(value.ToString());
+}
+
+Params& Params::Json(const sluice::Json& value) {
+  return Text(SerializeJson(value));
+}
+
+Params& Params::OptionalJson(const std::optional<sluice::Json>& value) {
+  return value.has_value() ? Json(*value) : Null();
+}
+
+Params& Params::Array(ArrayLiteral&& array) {
+  values_.push_back(std::move(array).Take());
+  is_null_.push_back(false);
+  return *this;
+}
+
+Params& Params::Null() {
+  values_.emplace_back();
+  is_null_.push_back(true);
+  return *this;
+}
+
+const char* const* Params::Pointers() const {
+  pointers_.resize(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) {
+    pointers_[i] = is_null_[i] ? nullptr : values_[i].c_str();
+  }
+  return pointers_.data();
+}
+
+// --- Row --------------------------------------------------------------------
+
+std::string_view Row::Current() const {
+  return std::string_view(PQgetvalue(result_, row_, column_),
+                          PQgetlength(result_, row_, column_));
+}
+
+std::string_view Row::Raw() {
+  std::string_view text = Current();
+  ++column_;
+  return text;
+}
+
+void Row::Fail(absl::Status status) {
+  if (status_.ok()) status_ = std::move(status);
+}
+
+std::string Row::Text() { return std::string(Raw()); }
+
+int64_t Row::Int() {
+  std::string_view text = Raw();
+  int64_t value = 0;
+  auto [end, error] =
+      std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc() || end != text.data() + text.size()) {
+    Fail(absl::InternalError(
+        StrCat("postgres returned \"", text, "\" where a number belongs")));
+  }
+  return value;
+}
+
+std::optional<int> Row::OptionalInt() {
+  if (IsNull()) {
+    Skip();
+    return std::nullopt;
+  }
+  return static_cast<int>(Int());
+}
+
+bool Row::Bool() { return Raw() == "t"; }
+
+absl::Time Row::Time() {
+  absl::StatusOr<absl::Time> time = ParseTimestamp(Raw());
+  if (!time.ok()) {
+    Fail(time.status());
+    return absl::UnixEpoch();
+  }
+  return *time;
+}
+
+std::optional<absl::Time> Row::OptionalTime() {
+  if (IsNull()) {
+    Skip();
+    return std::nullopt;
+  }
+  return Time();
+}
+
+sluice::RunId Row::RunId() {
+  std::string_view text = Raw();
+  absl::StatusOr<sluice::RunId> id = sluice::RunId::Parse(text);
+  if (!id.ok()) {
+    Fail(absl::InternalError(
+        StrCat("postgres returned a corrupt run id \"", text, "\"")));
+    return sluice::RunId();
+  }
+  return *id;
+}
+
+sluice::Json Row::Json(std::string_view what) {
+  absl::StatusOr<sluice::Json> value = ParseStoredJson(Raw(), what);
+  if (!value.ok()) {
+    Fail(value.status());
+    return sluice::Json();
+  }
+  return std::move(*value);
+}
+
+std::optional<sluice::Json> Row::OptionalJson(std::string_view what) {
+  if (IsNull()) {
+    Skip();
+    return std::nullopt;
+  }
+  return Json(what);
+}
+
+absl::StatusOr<sluice::Json> ParseStoredJson(std::string_view text,
+                                             std::string_view what) {
+  boost::system::error_code error;
+  boost::json::parse_options options;
+  options.max_depth = std::numeric_limits<std::size_t>::max();
+  sluice::Json value = boost::json::parse(
+      boost::json::string_view(text.data(), text.size()), error, {}, options);
+  if (error) {
+    return absl::InternalError(
+        StrCat("postgres holds a corrupt ", what, ": ", error.message()));
+  }
+  return value;
+}
+
+}  // namespace sluice::postgres_internal

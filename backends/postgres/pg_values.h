@@ -1,0 +1,124 @@
+// How values travel to and from Postgres: every parameter and every result
+// column is text.
+//
+// Encoding: times are timestamptz written as "YYYY-MM-DD HH:MM:SS.ffffff+00"
+// (an explicit offset, so the server's TimeZone never matters) and read in
+// the same shape (each session sets TimeZone=UTC and DateStyle=ISO);
+// microseconds are exact, since no floating point is involved. Run ids are
+// uuid in canonical text. JSON payloads are `json` columns (kept byte for
+// byte, so key order and scalars round-trip); absent is SQL NULL, JSON null
+// is the text 'null'. Enums are their ToString() names. A batch binds one
+// array parameter per column ("{...}" literals) read with unnest().
+#ifndef SLUICE_BACKENDS_POSTGRES_PG_VALUES_H_
+#define SLUICE_BACKENDS_POSTGRES_PG_VALUES_H_
+
+#include <libpq-fe.h>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sluice/ids.h"
+#include "sluice/json.h"
+
+namespace sluice::postgres_internal {
+
+// Microseconds are kept; anything finer is dropped (rounded down).
+std::string FormatTimestamp(absl::Time time);
+// Parses FormatTimestamp()'s shape, with or without fractional digits, and
+// "infinity" / "-infinity".
+absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text);
+
+// An array literal ("{1,\"a\",NULL}"), built element by element.
+class ArrayLiteral {
+ public:
+  ArrayLiteral& Text(std::string_view value);
+  ArrayLiteral& Int(int64_t value);
+  ArrayLiteral& OptionalInt(std::optional<int64_t> value);
+  ArrayLiteral& Bool(bool value);
+  ArrayLiteral& Time(absl::Time value);
+  ArrayLiteral& OptionalTime(std::optional<absl::Time> value);
+  ArrayLiteral& RunId(const sluice::RunId& value);
+  ArrayLiteral& Json(const sluice::Json& value);
+  ArrayLiteral& OptionalJson(const std::optional<sluice::Json>& value);
+  ArrayLiteral& Null();
+
+  std::string Take() &&;
+
+ private:
+  void Separate();
+  std::string text_ = "{";
+};
+
+// A statement's parameters ($1, $2, ...), in order.
+class Params {
+ public:
+  Params& Text(std::string_view value);
+  Params& Int(int64_t value);
+  Params& Time(absl::Time value);
+  Params& OptionalTime(std::optional<absl::Time> value);
+  Params& RunId(const sluice::RunId& value);
+  Params& Json(const sluice::Json& value);
+  Params& OptionalJson(const std::optional<sluice::Json>& value);
+  Params& Array(ArrayLiteral&& array);
+  Params& Null();
+
+  int size() const { return static_cast<int>(values_.size()); }
+  // libpq's view: one pointer per parameter (nullptr for NULL). Valid until
+  // the next change.
+  const char* const* Pointers() const;
+
+ private:
+  std::vector<std::string> values_;
+  std::vector<bool> is_null_;
+  mutable std::vector<const char*> pointers_;
+};
+
+// Reads one result row's columns in order. A column that does not decode
+// latches a kInternal ("corrupt") error, reported by status(); the readers
+// return defaults after it.
+class Row {
+ public:
+  Row(const PGresult* result, int row, int first_column = 0)
+      : result_(result), row_(row), column_(first_column) {}
+
+  bool IsNull() const { return PQgetisnull(result_, row_, column_) != 0; }
+  void Skip() { ++column_; }
+
+  std::string Text();
+  int64_t Int();
+  std::optional<int> OptionalInt();
+  bool Bool();
+  absl::Time Time();
+  std::optional<absl::Time> OptionalTime();
+  sluice::RunId RunId();
+  sluice::Json Json(std::string_view what);
+  std::optional<sluice::Json> OptionalJson(std::string_view what);
+
+  // The text of the current column, for enum parsers; moves on.
+  std::string_view Raw();
+  // Latches `status` if it is the first failure.
+  void Fail(absl::Status status);
+  const absl::Status& status() const { return status_; }
+
+ private:
+  std::string_view Current() const;
+
+  const PGresult* result_;
+  int row_;
+  int column_;
+  absl::Status status_;
+};
+
+// Parses JSON read back from the database (valid when stored).
+absl::StatusOr<sluice::Json> ParseStoredJson(std::string_view text,
+                                             std::string_view what);
+
+}  // namespace sluice::postgres_internal
+
+#endif  // SLUICE_BACKENDS_POSTGRES_PG_VALUES_H_

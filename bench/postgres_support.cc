@@ -1,0 +1,168 @@
+#include "postgres_support.h"
+
+#include <libpq-fe.h>
+#include <poll.h>
+
+#include <memory>
+
+#include "absl/time/clock.h"
+#include "sluice/postgres.h"
+
+namespace sluice::bench {
+namespace {
+
+struct ConnectionCloser {
+  void operator()(PGconn* c) const { PQfinish(c); }
+};
+using Connection = std::unique_ptr<PGconn, ConnectionCloser>;
+
+absl::StatusOr<Connection> Connect(const std::string& url) {
+  Connection c(PQconnectdb(url.c_str()));
+  if (PQstatus(c.get()) != CONNECTION_OK) {
+    return absl::UnavailableError("bench: cannot connect to " + url + ": " +
+                                  PQerrorMessage(c.get()));
+  }
+  return c;
+}
+
+// Runs `sql` and returns its result; fails unless it returned rows or OK.
+absl::StatusOr<std::unique_ptr<PGresult, void (*)(PGresult*)>> Run(
+    PGconn* c, const std::string& sql) {
+  std::unique_ptr<PGresult, void (*)(PGresult*)> r(PQexec(c, sql.c_str()),
+                                                   PQclear);
+  ExecStatusType status = PQresultStatus(r.get());
+  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
+    return absl::InternalError("bench SQL failed (" + sql +
+                               "): " + PQerrorMessage(c));
+  }
+  return r;
+}
+
+absl::Status Exec(PGconn* c, const std::string& sql) {
+  return Run(c, sql).status();
+}
+
+// libpq URLs may name the database again in the query string; the last
+// setting wins.
+std::string WithDatabase(const std::string& url, const std::string& name) {
+  return url + (url.find('?') == std::string::npos ? "?" : "&") +
+         "dbname=" + name;
+}
+
+}  // namespace
+
+bool IsPostgresUrl(const std::string& url) {
+  return url.rfind("postgres://", 0) == 0 ||
+         url.rfind("postgresql://", 0) == 0;
+}
+
+absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& url,
+                                                  const std::string& name) {
+  absl::StatusOr<Connection> admin = Connect(url);
+  if (!admin.ok()) return admin.status();
+  if (absl::Status s = Exec(admin->get(), "DROP DATABASE IF EXISTS " + name +
+                                              " WITH (FORCE)");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = Exec(admin->get(), "CREATE DATABASE " + name); !s.ok()) {
+    return s;
+  }
+  std::string fresh = WithDatabase(url, name);
+  if (absl::Status s = MigratePostgres(fresh); !s.ok()) return s;
+  return fresh;
+}
+
+absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
+  absl::StatusOr<Connection> c = Connect(url);
+  if (!c.ok()) return c.status();
+  PGconn* db = c->get();
+  for (const char* sql :
+       {"CREATE TABLE jobs (id bigserial PRIMARY KEY, payload json NOT NULL, "
+        "status int NOT NULL, attempts int NOT NULL, output json)",
+        "CREATE INDEX jobs_queued ON jobs (id) WHERE status = 0"}) {
+    if (absl::Status s = Exec(db, sql); !s.ok()) return s;
+  }
+  absl::Time start = absl::Now();
+  for (int first = 0; first < jobs; first += 500) {
+    int last = std::min(jobs, first + 500) - 1;
+    if (absl::Status s = Exec(
+            db, "INSERT INTO jobs (payload, status, attempts) SELECT "
+                "json_build_object('n', i), 0, 0 FROM generate_series(" +
+                    std::to_string(first) + ", " + std::to_string(last) +
+                    ") AS i");
+        !s.ok()) {
+      return s;
+    }
+  }
+  int done = 0;
+  while (true) {
+    auto claimed = Run(
+        db,
+        "UPDATE jobs SET status = 1, attempts = attempts + 1 WHERE id IN "
+        "(SELECT id FROM jobs WHERE status = 0 ORDER BY id LIMIT 10 FOR "
+        "UPDATE SKIP LOCKED) RETURNING id, payload");
+    if (!claimed.ok()) return claimed.status();
+    int n = PQntuples(claimed->get());
+    if (n == 0) break;
+    std::string ids = "{";
+    for (int i = 0; i < n; ++i) {
+      if (i > 0) ids += ",";
+      ids += PQgetvalue(claimed->get(), i, 0);
+    }
+    ids += "}";
+    if (absl::Status s = Exec(db, "UPDATE jobs SET status = 2, output = "
+                                  "payload WHERE id = ANY('" +
+                                      ids + "'::bigint[])");
+        !s.ok()) {
+      return s;
+    }
+    done += n;
+  }
+  double rate = done / absl::ToDoubleSeconds(absl::Now() - start);
+  if (done != jobs) return absl::InternalError("baseline lost jobs");
+  return rate;
+}
+
+absl::StatusOr<std::vector<absl::Duration>> PostgresNotifyBaseline(
+    const std::string& url, int samples) {
+  absl::StatusOr<Connection> listener = Connect(url);
+  if (!listener.ok()) return listener.status();
+  absl::StatusOr<Connection> sender = Connect(url);
+  if (!sender.ok()) return sender.status();
+  PGconn* l = listener->get();
+  PGconn* s = sender->get();
+  for (const char* sql :
+       {"CREATE TABLE wakeups (id bigserial PRIMARY KEY, payload json)",
+        "LISTEN bench_wakeups"}) {
+    if (absl::Status st = Exec(sql[0] == 'L' ? l : s, sql); !st.ok()) return st;
+  }
+  std::vector<absl::Duration> latencies;
+  for (int i = 0; i < samples; ++i) {
+    absl::Time sent = absl::Now();
+    if (absl::Status st = Exec(s,
+                               "BEGIN; INSERT INTO wakeups (payload) VALUES "
+                               "('{}'); NOTIFY bench_wakeups; COMMIT");
+        !st.ok()) {
+      return st;
+    }
+    while (true) {
+      PQconsumeInput(l);
+      PGnotify* note = PQnotifies(l);
+      if (note != nullptr) {
+        PQfreemem(note);
+        break;
+      }
+      pollfd fd{PQsocket(l), POLLIN, 0};
+      if (poll(&fd, 1, 5000) <= 0) {
+        return absl::DeadlineExceededError("bench: no notification in 5 s");
+      }
+    }
+    auto row = Run(l, "SELECT payload FROM wakeups ORDER BY id DESC LIMIT 1");
+    if (!row.ok()) return row.status();
+    latencies.push_back(absl::Now() - sent);
+  }
+  return latencies;
+}
+
+}  // namespace sluice::bench
