@@ -277,8 +277,7 @@ TEST_P(FaultInjection,
   ASSERT_THAT(expected, HasSubstr("completed"));
   int iterations = 0;
   for (int n = 1;; ++n) {
-    TearDown();
-    SetUp();
+    ResetBackend();
     std::string state;
     bool reached = RunScript(n, &state);
     if (!reached) break;

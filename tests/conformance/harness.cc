@@ -7,6 +7,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "sluice/backends.h"
+#include "support/postgres_sql.h"
 
 namespace sluice::testing {
 
@@ -64,6 +65,25 @@ void Conformance::TearDown() {
   postgres_database_.reset();
   std::error_code ignored;
   std::filesystem::remove_all(temp_dir_, ignored);
+}
+
+void Conformance::ResetBackend() {
+  if (GetParam() != "postgres") {
+    TearDown();
+    SetUp();
+    return;
+  }
+  engine_.reset();
+  backend_.reset();
+  SqlSession sql(postgres_database_->url());
+  sql.Rows(
+      "TRUNCATE sluice.flows, sluice.queues, sluice.runs, sluice.step_states, "
+      "sluice.tasks, sluice.outbox, sluice.workers RESTART IDENTITY CASCADE");
+  sql.Rows("SELECT pgmq.drop_queue(queue_name) FROM pgmq.meta");
+  backend_ = OpenTestBackend(GetParam(), sqlite_path_,
+                             postgres_database_->url());
+  ASSERT_NE(backend_, nullptr);
+  UseEngine(*backend_);
 }
 
 EngineOptions Conformance::DefaultOptions() {
