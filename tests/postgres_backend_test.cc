@@ -348,8 +348,9 @@ TEST_F(PostgresBackendTest,
 
 // Hot statements use their indexes even when the statistics were gathered
 // on empty tables (the trap DESIGN.md describes): each session plans with
-// the parameters at hand (plan_cache_mode = force_custom_plan), and the
-// planner sizes tables by their current pages.
+// the parameters at hand (plan_cache_mode = force_custom_plan), the planner
+// sizes tables by their current pages, and batch lookups are written so
+// their keys are index conditions (pg_sql.h).
 TEST_F(PostgresBackendTest,
        HotStatements_UseIndexes_AfterAnalyzeOnEmptyTables) {
   std::unique_ptr<TestDatabase> db = Database();
@@ -404,6 +405,13 @@ TEST_F(PostgresBackendTest,
       {postgres_internal::sql::kUpdateTasks.view(),
        {runs_array, "{0}", "{0}", "{started}", "{2}", "{\"\"}", "{NULL}",
         "{NULL}", "{NULL}", "{0}", "{w}", "{NULL}", "{started}", "{1}"}},
+      {postgres_internal::sql::kUpdateTasksSkipLocked.view(),
+       {runs_array, "{0}", "{0}", "{started}", "{2}", "{\"\"}", "{NULL}",
+        "{NULL}", "{NULL}", "{0}", "{w}", "{NULL}", "{started}", "{1}"}},
+      {postgres_internal::sql::kAddRunRemainingSteps, {runs_array, "{-1}"}},
+      {postgres_internal::sql::kAddStepCounters,
+       {runs_array, "{0}", "{-1}", "{0}"}},
+      {queue.set_visibility, {"{5}", "{2030-01-01 00:00:00+00}"}},
       {queue.read_all,
        {"2030-01-01 00:00:00+00", "2030-01-01 00:01:00+00", "10"}},
       {queue.lookup, {"5"}},

@@ -29,20 +29,23 @@ QueueSql::QueueSql(std::string_view queue) {
       "FROM unnest($2::timestamptz[], $3::jsonb[]) WITH ORDINALITY AS m(vt, "
       "message, ord) ORDER BY m.ord RETURNING msg_id");
   // The subquery walks the primary key from the lowest id and skips rows
-  // other transactions hold, like pgmq.read.
+  // other transactions hold, like pgmq.read. `= ANY(ARRAY(...))` makes the
+  // ids it locks an index condition, so the update never scans the table
+  // (IN could be planned as a semi-join over the whole queue).
   const std::string read = StrCat(
       "UPDATE ", live,
       " AS q SET vt = $2::timestamptz, read_ct = q.read_ct + 1 WHERE q.msg_id "
-      "IN (SELECT msg_id FROM ",
+      "= ANY(ARRAY(SELECT msg_id FROM ",
       live,
       " WHERE vt <= $1::timestamptz ORDER BY msg_id LIMIT $3 FOR UPDATE SKIP "
-      "LOCKED) RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.vt");
+      "LOCKED)) RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.vt");
   read_all = StrCat(read, ", q.message");
   read_no_payloads = read;
   set_visibility = StrCat(
       "UPDATE ", live,
       " AS q SET vt = u.vt FROM unnest($1::bigint[], $2::timestamptz[]) AS "
-      "u(msg_id, vt) WHERE q.msg_id = u.msg_id");
+      "u(msg_id, vt) WHERE q.msg_id = u.msg_id "
+      "AND q.msg_id = ANY($1::bigint[])");
   archive = StrCat(
       "WITH moved AS (DELETE FROM ", live,
       " WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, read_ct, "

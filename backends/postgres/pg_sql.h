@@ -133,14 +133,16 @@ inline constexpr std::string_view kUpdateRuns =
     "$4::timestamptz[], $5::json[]) AS i(run_id, status, error, finished_at, "
     "output)), updated AS (UPDATE sluice.runs AS r SET status = i.status, "
     "error = i.error, finished_at = i.finished_at, output = i.output FROM i "
-    "WHERE r.run_id = i.run_id RETURNING r.run_id) "
+    "WHERE r.run_id = i.run_id AND r.run_id = ANY($1::uuid[]) "
+    "RETURNING r.run_id) "
     "SELECT sluice.require_found('run', (SELECT min(i.run_id::text) FROM i "
     "WHERE i.run_id NOT IN (SELECT run_id FROM updated)))";
 // One row per run, deltas summed. Rows: (slot, new value).
 inline constexpr std::string_view kAddRunRemainingSteps =
     "UPDATE sluice.runs AS r SET remaining_steps = r.remaining_steps + "
     "d.delta FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS d(run_id, "
-    "delta, slot) WHERE r.run_id = d.run_id RETURNING d.slot, "
+    "delta, slot) WHERE r.run_id = d.run_id AND r.run_id = ANY($1::uuid[]) "
+    "RETURNING d.slot, "
     "r.remaining_steps";
 inline constexpr auto kListRunsOfFlow =
     Join("SELECT ", kRunAll.text,
@@ -186,9 +188,12 @@ inline constexpr std::string_view kInsertStepStates =
     "AS i(run_id, step_index, step_slug, status, remaining_deps, "
     "initial_tasks, remaining_tasks, error, skip_reason, started_at, "
     "finished_at, output, ord) ORDER BY i.ord";
+// The subquery's ORDER BY keeps it a lookup per run (not flattened into a
+// join planned from stale statistics).
 inline constexpr char kStepsOfRuns[] =
     " FROM unnest($1::uuid[]) WITH ORDINALITY AS u(run_id, ord) "
-    "JOIN sluice.step_states AS s ON s.run_id = u.run_id "
+    "CROSS JOIN LATERAL (SELECT s.* FROM sluice.step_states AS s "
+    "WHERE s.run_id = u.run_id ORDER BY s.step_index) AS s "
     "ORDER BY u.ord, s.step_index";
 inline constexpr auto kGetStepStatesAll =
     Join("SELECT u.ord, ", kStepAll.text, kStepsOfRuns);
@@ -207,7 +212,7 @@ inline constexpr std::string_view kUpdateStepStates =
     "skip_reason = i.skip_reason, started_at = i.started_at, "
     "finished_at = i.finished_at, output = i.output FROM i "
     "WHERE s.run_id = i.run_id AND s.step_index = i.step_index "
-    "RETURNING s.run_id, s.step_index) "
+    "AND s.run_id = ANY($1::uuid[]) RETURNING s.run_id, s.step_index) "
     "SELECT sluice.require_found('step', (SELECT min(format('%s of run %s', "
     "i.step_index, i.run_id)) FROM i WHERE (i.run_id, i.step_index) NOT IN "
     "(SELECT run_id, step_index FROM updated)))";
@@ -219,6 +224,7 @@ inline constexpr std::string_view kAddStepCounters =
     "s.remaining_deps + d.deps FROM unnest($1::uuid[], $2::int[], $3::int[], "
     "$4::int[]) WITH ORDINALITY AS d(run_id, step_index, tasks, deps, slot) "
     "WHERE s.run_id = d.run_id AND s.step_index = d.step_index "
+    "AND s.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, s.remaining_tasks, s.remaining_deps";
 
 // --- Tasks ---
@@ -238,64 +244,62 @@ inline constexpr std::string_view kInsertTasks =
     "task_index, flow_slug, status, attempts, error, queue_name, message_id, "
     "queued_at, started_at, finished_at, stall_at, requeued_count, "
     "worker_id, input, output, ord) ORDER BY i.ord";
+// LIMIT 1 keeps the subquery a primary-key lookup per element (the
+// planner can't flatten it into a join planned from stale statistics).
 inline constexpr char kTasksByKey[] =
     " FROM unnest($1::uuid[], $2::int[], $3::int[]) WITH ORDINALITY "
-    "AS u(run_id, step_index, task_index, ord) JOIN sluice.tasks AS t "
-    "ON t.run_id = u.run_id AND t.step_index = u.step_index "
-    "AND t.task_index = u.task_index";
+    "AS u(run_id, step_index, task_index, ord) CROSS JOIN LATERAL (SELECT "
+    "t.* FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
+    "t.step_index = u.step_index AND t.task_index = u.task_index LIMIT 1) "
+    "AS t";
 inline constexpr auto kGetTasksAll =
     Join("SELECT u.ord, ", kTaskAll.text, kTasksByKey);
 inline constexpr auto kGetTasksState =
     Join("SELECT u.ord, ", kTaskState, kTasksByKey);
 inline constexpr ByFields kGetTasks{kGetTasksAll, kGetTasksState};
+// Both columns are index conditions of tasks_by_message whatever the
+// statistics say; the caller puts the rows in the order of $2.
 inline constexpr char kTasksByMessage[] =
-    " FROM unnest($2::bigint[]) WITH ORDINALITY AS u(message_id, ord) "
-    "JOIN sluice.tasks AS t ON t.queue_name = $1 "
-    "AND t.message_id = u.message_id";
+    " FROM sluice.tasks AS t WHERE t.queue_name = $1 "
+    "AND t.message_id = ANY($2::bigint[])";
 inline constexpr auto kGetTasksByMessageAll =
-    Join("SELECT u.ord, ", kTaskAll.text, kTasksByMessage);
+    Join("SELECT ", kTaskAll.text, kTasksByMessage);
 inline constexpr auto kGetTasksByMessageState =
-    Join("SELECT u.ord, ", kTaskState, kTasksByMessage);
+    Join("SELECT ", kTaskState, kTasksByMessage);
 inline constexpr ByFields kGetTasksByMessage{kGetTasksByMessageAll,
                                              kGetTasksByMessageState};
 
 // Compare-and-set, one row per task (a batch touching a task twice runs in
 // rounds). Rows: (ord) of each update that applied.
+//
+// `u` locks each task with a lookup by primary key (a parameterized index
+// scan, whatever the statistics say) and carries its ctid, which stays put
+// while the lock is held, so the UPDATE finds each row by TID. The caller
+// sends a batch in key order, so rows are locked in key order and two
+// batches touching the same tasks never wait on each other in a cycle.
+// kUpdateTasksSkipLocked skips tasks other transactions hold: the claim path
+// never waits for a task lock while it holds message locks.
 inline constexpr char kUpdateTasksInput[] =
-    "WITH u AS MATERIALIZED (SELECT * FROM unnest($1::uuid[], $2::int[], "
-    "$3::int[], $4::text[], $5::int[], $6::text[], $7::timestamptz[], "
-    "$8::timestamptz[], $9::timestamptz[], $10::int[], $11::text[], "
-    "$12::json[], $13::text[], $14::int[]) WITH ORDINALITY AS u(run_id, "
-    "step_index, task_index, status, attempts, error, started_at, "
+    "WITH u AS MATERIALIZED (SELECT u.*, l.row_ctid FROM unnest($1::uuid[], "
+    "$2::int[], $3::int[], $4::text[], $5::int[], $6::text[], "
+    "$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[], "
+    "$11::text[], $12::json[], $13::text[], $14::int[]) WITH ORDINALITY AS "
+    "u(run_id, step_index, task_index, status, attempts, error, started_at, "
     "finished_at, stall_at, requeued_count, worker_id, output, "
-    "expected_status, expected_attempts, ord))";
+    "expected_status, expected_attempts, ord) CROSS JOIN LATERAL (SELECT "
+    "t.ctid AS row_ctid FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
+    "t.step_index = u.step_index AND t.task_index = u.task_index "
+    "FOR NO KEY UPDATE OF t";
 inline constexpr char kUpdateTasksSet[] =
-    " UPDATE sluice.tasks AS t SET status = u.status, attempts = u.attempts, "
-    "error = u.error, started_at = u.started_at, finished_at = "
+    ") AS l) UPDATE sluice.tasks AS t SET status = u.status, attempts = "
+    "u.attempts, error = u.error, started_at = u.started_at, finished_at = "
     "u.finished_at, stall_at = u.stall_at, requeued_count = "
-    "u.requeued_count, worker_id = u.worker_id, output = u.output FROM u";
-inline constexpr char kUpdateTasksWhere[] =
-    " WHERE t.run_id = u.run_id AND t.step_index = u.step_index AND "
-    "t.task_index = u.task_index AND t.status = u.expected_status AND "
+    "u.requeued_count, worker_id = u.worker_id, output = u.output FROM u "
+    "WHERE t.ctid = u.row_ctid AND t.status = u.expected_status AND "
     "t.attempts = u.expected_attempts RETURNING u.ord";
-// Both lock the rows first, in key order, so two batches touching the same
-// tasks never wait on each other in a cycle. kUpdateTasksSkipLocked skips
-// tasks other transactions hold: the claim path never waits for a task
-// lock while it holds message locks.
-inline constexpr char kLockTasksOfBatch[] =
-    ", locked AS MATERIALIZED (SELECT t.run_id, t.step_index, t.task_index "
-    "FROM sluice.tasks AS t JOIN u ON t.run_id = u.run_id AND t.step_index "
-    "= u.step_index AND t.task_index = u.task_index ORDER BY t.run_id, "
-    "t.step_index, t.task_index FOR NO KEY UPDATE OF t";
-inline constexpr char kJoinLocked[] =
-    " JOIN locked ON locked.run_id = u.run_id AND locked.step_index = "
-    "u.step_index AND locked.task_index = u.task_index";
-inline constexpr auto kUpdateTasks =
-    Join(kUpdateTasksInput, kLockTasksOfBatch, ")", kUpdateTasksSet,
-         kJoinLocked, kUpdateTasksWhere);
+inline constexpr auto kUpdateTasks = Join(kUpdateTasksInput, kUpdateTasksSet);
 inline constexpr auto kUpdateTasksSkipLocked =
-    Join(kUpdateTasksInput, kLockTasksOfBatch, " SKIP LOCKED)", kUpdateTasksSet,
-         kJoinLocked, kUpdateTasksWhere);
+    Join(kUpdateTasksInput, " SKIP LOCKED", kUpdateTasksSet);
 
 inline constexpr char kUnfinishedOfRun[] =
     " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.status IN "

@@ -53,6 +53,14 @@ std::vector<UpdateGroup> GroupUpdates(std::span<const TaskUpdate> updates) {
     groups[group].skip_if_locked = updates[i].skip_if_locked;
     groups[group].positions.push_back(i);
   }
+  // Each statement locks its rows in the order sent: key order, which is
+  // Postgres' order too (a run id compares as its 16 bytes).
+  for (UpdateGroup& group : groups) {
+    std::sort(group.positions.begin(), group.positions.end(),
+              [&updates](size_t a, size_t b) {
+                return updates[a].task.key < updates[b].task.key;
+              });
+  }
   return groups;
 }
 
@@ -125,7 +133,17 @@ PgTables::GetTasksByMessage(std::string_view queue,
       Result result,
       Query(sql::kGetTasksByMessage.For(fields),
             Params().Text(queue).Array(std::move(ids)), "GetTasksByMessage"));
-  SLUICE_RETURN_IF_ERROR(ReadTasksByOrd(result, fields, tasks));
+  // Rows come in no particular order; a message id may be asked twice.
+  absl::flat_hash_map<int64_t, std::vector<size_t>> positions;
+  for (size_t i = 0; i < message_ids.size(); ++i) {
+    positions[message_ids[i]].push_back(i);
+  }
+  for (int i = 0; i < result.rows(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(TaskRecord task, ReadTask(result.row(i), fields));
+    auto it = positions.find(task.message_id);
+    if (it == positions.end()) continue;
+    for (size_t position : it->second) tasks[position] = task;
+  }
   return tasks;
 }
 
