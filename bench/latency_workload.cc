@@ -57,8 +57,7 @@ absl::StatusOr<LatencyResult> RunLatencyWorkload(const std::string& url,
     absl::StatusOr<std::unique_ptr<Backend>> b = OpenBackend(url);
     if (!b.ok()) return b.status();
     client_backend = std::move(*b);
-    absl::StatusOr<std::unique_ptr<Engine>> e =
-        Engine::Create(*client_backend);
+    absl::StatusOr<std::unique_ptr<Engine>> e = Engine::Create(*client_backend);
     if (!e.ok()) return e.status();
     client_engine = std::move(*e);
     client = client_engine.get();

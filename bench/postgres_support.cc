@@ -52,16 +52,15 @@ std::string WithDatabase(const std::string& url, const std::string& name) {
 }  // namespace
 
 bool IsPostgresUrl(const std::string& url) {
-  return url.rfind("postgres://", 0) == 0 ||
-         url.rfind("postgresql://", 0) == 0;
+  return url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0;
 }
 
 absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& url,
                                                   const std::string& name) {
   absl::StatusOr<Connection> admin = Connect(url);
   if (!admin.ok()) return admin.status();
-  if (absl::Status s = Exec(admin->get(), "DROP DATABASE IF EXISTS " + name +
-                                              " WITH (FORCE)");
+  if (absl::Status s = Exec(
+          admin->get(), "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
       !s.ok()) {
     return s;
   }
@@ -87,21 +86,21 @@ absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
   for (int first = 0; first < jobs; first += 500) {
     int last = std::min(jobs, first + 500) - 1;
     if (absl::Status s = Exec(
-            db, "INSERT INTO jobs (payload, status, attempts) SELECT "
-                "json_build_object('n', i), 0, 0 FROM generate_series(" +
-                    std::to_string(first) + ", " + std::to_string(last) +
-                    ") AS i");
+            db,
+            "INSERT INTO jobs (payload, status, attempts) SELECT "
+            "json_build_object('n', i), 0, 0 FROM generate_series(" +
+                std::to_string(first) + ", " + std::to_string(last) + ") AS i");
         !s.ok()) {
       return s;
     }
   }
   int done = 0;
   while (true) {
-    auto claimed = Run(
-        db,
-        "UPDATE jobs SET status = 1, attempts = attempts + 1 WHERE id IN "
-        "(SELECT id FROM jobs WHERE status = 0 ORDER BY id LIMIT 10 FOR "
-        "UPDATE SKIP LOCKED) RETURNING id, payload");
+    auto claimed =
+        Run(db,
+            "UPDATE jobs SET status = 1, attempts = attempts + 1 WHERE id IN "
+            "(SELECT id FROM jobs WHERE status = 0 ORDER BY id LIMIT 10 FOR "
+            "UPDATE SKIP LOCKED) RETURNING id, payload");
     if (!claimed.ok()) return claimed.status();
     int n = PQntuples(claimed->get());
     if (n == 0) break;
@@ -111,9 +110,10 @@ absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
       ids += PQgetvalue(claimed->get(), i, 0);
     }
     ids += "}";
-    if (absl::Status s = Exec(db, "UPDATE jobs SET status = 2, output = "
-                                  "payload WHERE id = ANY('" +
-                                      ids + "'::bigint[])");
+    if (absl::Status s = Exec(db,
+                              "UPDATE jobs SET status = 2, output = "
+                              "payload WHERE id = ANY('" +
+                                  ids + "'::bigint[])");
         !s.ok()) {
       return s;
     }

@@ -235,9 +235,10 @@ int RunLatency(const Options& options) {
         PostgresNotifyBaseline(*fresh, kJobs);
     if (!b.ok()) return Report(b.status());
     baseline_p50 = QuantileMs(*b, 0.5);
-    std::printf("baseline: bare insert + NOTIFY to LISTEN wake-up, p50 %.3f "
-                "ms, p99 %.3f ms\n",
-                baseline_p50, QuantileMs(*b, 0.99));
+    std::printf(
+        "baseline: bare insert + NOTIFY to LISTEN wake-up, p50 %.3f "
+        "ms, p99 %.3f ms\n",
+        baseline_p50, QuantileMs(*b, 0.99));
   }
   absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
   if (!fresh.ok()) return Report(fresh.status());

@@ -80,8 +80,8 @@ void Conformance::ResetBackend() {
       "TRUNCATE sluice.flows, sluice.queues, sluice.runs, sluice.step_states, "
       "sluice.tasks, sluice.outbox, sluice.workers RESTART IDENTITY CASCADE");
   sql.Rows("SELECT pgmq.drop_queue(queue_name) FROM pgmq.meta");
-  backend_ = OpenTestBackend(GetParam(), sqlite_path_,
-                             postgres_database_->url());
+  backend_ =
+      OpenTestBackend(GetParam(), sqlite_path_, postgres_database_->url());
   ASSERT_NE(backend_, nullptr);
   UseEngine(*backend_);
 }
