@@ -215,6 +215,10 @@ absl::StatusOr<RunId> Engine::StartRun(std::string_view flow_slug,
 
 namespace {
 
+std::string RunInputName(size_t index, size_t count) {
+  return count > 1 ? StrCat("run input ", index) : "run input";
+}
+
 absl::Status ValidateRunInput(const CompiledFlow& flow, const Json& input,
                               size_t index, size_t count) {
   int root_map = flow.root_map_step();
@@ -236,8 +240,9 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
     return absl::InvalidArgumentError("StartRuns needs at least one input");
   }
   for (size_t i = 0; i < inputs.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(CheckPayloadSize(
-        inputs[i], "run input", impl_->options().max_payload_bytes));
+    SLUICE_RETURN_IF_ERROR(
+        CheckJsonPayload(inputs[i], RunInputName(i, inputs.size()),
+                         impl_->options().max_payload_bytes));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,

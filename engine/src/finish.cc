@@ -11,6 +11,8 @@
 #include "sluice/errors.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "sluice/json.h"
+#include "utf8.h"
 
 namespace sluice {
 
@@ -54,8 +56,9 @@ struct Plan {
   std::optional<absl::Time> visible_at;  // for a retry
 };
 
+// Handlers write error text; storage needs valid UTF-8.
 std::string FailureMessage(const absl::Status& status) {
-  std::string message(status.message());
+  std::string message = ToValidUtf8(ToStd(status.message()));
   if (message.empty())
     message = StrCat("handler failed (", status.ToString(), ")");
   return message;
@@ -112,10 +115,10 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     absl::Status failure = result.outcome.status();
     if (result.outcome.ok()) {
       const Json& output = *result.outcome;
-      absl::Status size =
-          CheckPayloadSize(output, "handler output", options.max_payload_bytes);
-      if (!size.ok()) {
-        failure = NonRetryable(ToStd(size.message()));
+      absl::Status valid =
+          CheckJsonPayload(output, "handler output", options.max_payload_bytes);
+      if (!valid.ok()) {
+        failure = NonRetryable(ToStd(valid.message()));
       } else if (step.feeds_map && !output.is_array()) {
         next.status = TaskStatus::kFailed;
         next.output = output;

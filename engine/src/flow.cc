@@ -1,12 +1,14 @@
 // Flow definitions: the builder and its validation.
 #include "sluice/flow.h"
 
-#include "sluice/internal/strings.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "queue_name.h"
 #include "sluice/errors.h"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+#include "sluice/json.h"
 
 namespace sluice {
 namespace {
@@ -37,9 +39,11 @@ absl::Status CheckDuration(std::string_view owner, std::string_view name,
 
 absl::Status CheckAttempts(std::string_view owner, int max_attempts) {
   if (max_attempts < 1 || max_attempts > kMaxAttemptsLimit) {
-    return absl::InvalidArgumentError(StrCat(
-        owner, ": max_attempts ", max_attempts, " is out of range; it must be "
-        "between 1 and ", kMaxAttemptsLimit));
+    return absl::InvalidArgumentError(StrCat(owner, ": max_attempts ",
+                                             max_attempts,
+                                             " is out of range; it must be "
+                                             "between 1 and ",
+                                             kMaxAttemptsLimit));
   }
   return absl::OkStatus();
 }
@@ -81,14 +85,22 @@ absl::Status CheckStepSpec(std::string_view owner, const StepSpec& spec) {
     }
   }
   if (spec.if_pattern && !spec.if_pattern->is_object()) {
-    return absl::InvalidArgumentError(StrCat(
-        owner, ": the \"if\" pattern must be a JSON object, not ",
-        JsonTypeName(*spec.if_pattern)));
+    return absl::InvalidArgumentError(
+        StrCat(owner, ": the \"if\" pattern must be a JSON object, not ",
+               JsonTypeName(*spec.if_pattern)));
   }
   if (spec.if_not_pattern && !spec.if_not_pattern->is_object()) {
-    return absl::InvalidArgumentError(StrCat(
-        owner, ": the \"if_not\" pattern must be a JSON object, not ",
-        JsonTypeName(*spec.if_not_pattern)));
+    return absl::InvalidArgumentError(
+        StrCat(owner, ": the \"if_not\" pattern must be a JSON object, not ",
+               JsonTypeName(*spec.if_not_pattern)));
+  }
+  if (spec.if_pattern) {
+    SLUICE_RETURN_IF_ERROR(CheckJsonValue(
+        *spec.if_pattern, StrCat(owner, ": the \"if\" pattern")));
+  }
+  if (spec.if_not_pattern) {
+    SLUICE_RETURN_IF_ERROR(CheckJsonValue(
+        *spec.if_not_pattern, StrCat(owner, ": the \"if_not\" pattern")));
   }
   return absl::OkStatus();
 }
@@ -119,8 +131,8 @@ absl::Status ValidateSlug(std::string_view slug, std::string_view what) {
   }
   if (slug.size() > kMaxSlugLength) {
     return absl::InvalidArgumentError(
-        StrCat(what, " slug \"", slug.substr(0, 40), "...\" is ",
-                     slug.size(), " characters; the limit is ", kMaxSlugLength));
+        StrCat(what, " slug \"", slug.substr(0, 40), "...\" is ", slug.size(),
+               " characters; the limit is ", kMaxSlugLength));
   }
   bool valid = IsSlugStart(slug[0]);
   for (char c : slug) valid = valid && IsSlugChar(c);
@@ -141,8 +153,8 @@ Flow::Flow(std::string slug, FlowOptions options) {
   shape_.options = options;
   first_error_ = ValidateSlug(shape_.slug, "flow");
   if (first_error_.ok()) {
-    first_error_ = CheckFlowOptions(StrCat("flow \"", shape_.slug, "\""),
-                                    options);
+    first_error_ =
+        CheckFlowOptions(StrCat("flow \"", shape_.slug, "\""), options);
   }
   if (first_error_.ok()) {
     std::string queue = queue_name::ForFlow(shape_.slug);
@@ -173,8 +185,7 @@ Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
                 Handler handler) {
   absl::Status status = [&]() -> absl::Status {
     std::string flow_name = StrCat("flow \"", shape_.slug, "\"");
-    if (auto s = ValidateSlug(slug, StrCat(flow_name, ": step"));
-        !s.ok()) {
+    if (auto s = ValidateSlug(slug, StrCat(flow_name, ": step")); !s.ok()) {
       return s;
     }
     std::string owner = StrCat(flow_name, ": step \"", slug, "\"");
@@ -187,13 +198,12 @@ Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
     absl::flat_hash_set<std::string> seen;
     for (const std::string& dep : spec.depends_on) {
       if (dep == slug) {
-        return absl::InvalidArgumentError(
-            StrCat(owner, " depends on itself"));
+        return absl::InvalidArgumentError(StrCat(owner, " depends on itself"));
       }
       if (shape_.StepIndex(dep) < 0) {
-        return absl::InvalidArgumentError(StrCat(
-            owner, " depends on unknown step \"", dep,
-            "\" (define a step before the steps that depend on it)"));
+        return absl::InvalidArgumentError(
+            StrCat(owner, " depends on unknown step \"", dep,
+                   "\" (define a step before the steps that depend on it)"));
       }
       if (!seen.insert(dep).second) {
         return absl::InvalidArgumentError(
@@ -233,8 +243,8 @@ absl::Status Flow::ValidateForWorker() const {
   for (size_t i = 0; i < shape_.steps.size(); ++i) {
     if (!handlers_[i]) {
       return absl::InvalidArgumentError(
-          StrCat("flow \"", shape_.slug, "\": step \"",
-                       shape_.steps[i].slug, "\" has no handler"));
+          StrCat("flow \"", shape_.slug, "\": step \"", shape_.steps[i].slug,
+                 "\" has no handler"));
     }
   }
   return absl::OkStatus();
@@ -242,9 +252,9 @@ absl::Status Flow::ValidateForWorker() const {
 
 void TaskContext::Log(LogLevel level, std::string_view message) const {
   if (!log_) return;
-  log_(level, StrCat(info_.flow_slug, "/", info_.step_slug, "[",
-                           info_.task_index, "] attempt ", info_.attempt, ": ",
-                           message));
+  log_(level,
+       StrCat(info_.flow_slug, "/", info_.step_slug, "[", info_.task_index,
+              "] attempt ", info_.attempt, ": ", message));
 }
 
 }  // namespace sluice

@@ -23,8 +23,14 @@ using Json = boost::json::value;
 // The largest serialized payload (run input, task output) a call accepts.
 inline constexpr size_t kMaxPayloadBytes = 8 * 1024 * 1024;
 
+// The deepest nesting of arrays and objects a payload may have: `[]` is one
+// level, `[[]]` two. The same for parsed text and for values built in C++.
+inline constexpr size_t kMaxJsonDepth = 256;
+
 // Parses `text`. `what` names the value in the error ("run input").
-// Fails with kInvalidArgument for malformed JSON or text over `max_bytes`.
+// Fails with kInvalidArgument for malformed JSON, text over `max_bytes`,
+// anything CheckJsonValue refuses, and integers outside [-2^63, 2^64 - 1]
+// (refused rather than rounded to a double: send them as strings).
 absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what,
                                size_t max_bytes = kMaxPayloadBytes);
 
@@ -33,6 +39,18 @@ std::string SerializeJson(const Json& value);
 
 // Fails with kInvalidArgument when `value` serializes to over `max_bytes`.
 absl::Status CheckPayloadSize(const Json& value, std::string_view what,
+                              size_t max_bytes = kMaxPayloadBytes);
+
+// Fails with kInvalidArgument, naming `what` and the path of the offending
+// part (`$.items[3]`), when `value` cannot be stored and read back by every
+// backend: a number that is not finite (NaN, infinity), a string or object
+// key that is not valid UTF-8, or nesting deeper than kMaxJsonDepth. Walks
+// iteratively, so any depth is refused without exhausting the stack.
+absl::Status CheckJsonValue(const Json& value, std::string_view what);
+
+// CheckJsonValue, then CheckPayloadSize. Every payload entering through the
+// API passes this before it reaches a backend.
+absl::Status CheckJsonPayload(const Json& value, std::string_view what,
                               size_t max_bytes = kMaxPayloadBytes);
 
 // "object", "array", "string", "number", "boolean" or "null".
