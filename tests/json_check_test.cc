@@ -1,5 +1,6 @@
 // The checks every JSON payload passes before it reaches a backend.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <string>
 
@@ -67,6 +68,22 @@ TEST(ParseJson, RefusesIntegersOutsideTheSixtyFourBitRange) {
                             "123456789012345678901234"])",
                         "x")
                   .ok());
+}
+
+TEST(ParseJson, ReadsNumbersExactlySoTheyNeverDriftThroughStorage) {
+  // Correctly rounded: the double nearest each literal, and what is written
+  // reads back as the same double however often it is stored.
+  for (std::string_view text :
+       {"92233260375847758085e-34", "9.223326037584776E-15", "0.1",
+        "1.7976931348623157e308", "5e-324", "2.2250738585072011e-308"}) {
+    double nearest = std::strtod(std::string(text).c_str(), nullptr);
+    Json value = *ParseJson(text, "x");
+    EXPECT_EQ(value.as_double(), nearest) << text;
+    for (int trip = 0; trip < 3; ++trip) {
+      value = *ParseJson(SerializeJson(value), "x");
+      EXPECT_EQ(value.as_double(), nearest) << text << " trip " << trip;
+    }
+  }
 }
 
 TEST(CheckJsonValue, NamesTheProblemAndWhereItIs) {

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "boost/json/parse.hpp"
+#include "sluice/internal/json_text.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -300,16 +301,17 @@ std::optional<sluice::Json> Row::OptionalJson(std::string_view what) {
 
 absl::StatusOr<sluice::Json> ParseStoredJson(std::string_view text,
                                              std::string_view what) {
-  boost::system::error_code error;
-  boost::json::parse_options options;
-  options.max_depth = std::numeric_limits<std::size_t>::max();
-  sluice::Json value = boost::json::parse(
-      boost::json::string_view(text.data(), text.size()), error, {}, options);
-  if (error) {
-    return absl::InternalError(
-        StrCat("postgres holds a corrupt ", what, ": ", error.message()));
+  // Read leniently: rows written before the payload checks may hold wide
+  // integers; they read as doubles, as they did then.
+  absl::StatusOr<sluice::Json> parsed = sluice::internal::ParseJsonText(
+      text, "its text",
+      {.max_depth = std::numeric_limits<std::size_t>::max(),
+       .refuse_wide_integers = false});
+  if (!parsed.ok()) {
+    return absl::InternalError(StrCat("postgres holds a corrupt ", what, ": ",
+                                      parsed.status().message()));
   }
-  return value;
+  return parsed;
 }
 
 }  // namespace sluice::postgres_internal

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "boost/json/parse.hpp"
+#include "sluice/internal/json_text.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "sqlite_status.h"
@@ -87,16 +88,17 @@ void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value) {
 
 absl::StatusOr<Json> ParseStoredJson(std::string_view text,
                                      std::string_view what) {
-  boost::json::parse_options options;
-  options.max_depth = std::numeric_limits<std::size_t>::max();
-  boost::system::error_code error;
-  Json value = boost::json::parse(
-      boost::json::string_view(text.data(), text.size()), error, {}, options);
-  if (error) {
+  // Read leniently: rows written before the payload checks may hold wide
+  // integers; they read as doubles, as they did then.
+  absl::StatusOr<Json> parsed = sluice::internal::ParseJsonText(
+      text, "its text",
+      {.max_depth = std::numeric_limits<std::size_t>::max(),
+       .refuse_wide_integers = false});
+  if (!parsed.ok()) {
     return absl::InternalError(
-        StrCat("stored ", what, " is corrupt: ", error.message()));
+        StrCat("stored ", what, " is corrupt: ", parsed.status().message()));
   }
-  return value;
+  return parsed;
 }
 
 absl::StatusOr<RunId> ParseStoredRunId(std::string_view text) {

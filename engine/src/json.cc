@@ -3,10 +3,9 @@
 #include <cmath>
 #include <optional>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "boost/json/parse.hpp"
 #include "boost/json/serialize.hpp"
+#include "sluice/internal/json_text.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -72,51 +71,6 @@ bool Contains(const Json& target, const Json& pattern, bool top_level) {
   return ScalarsEqual(target, pattern);
 }
 
-// The offset of the first integer literal (no fraction, no exponent) in
-// valid JSON `text` that fits neither int64 nor uint64, which Boost.JSON
-// would otherwise turn into an inexact double.
-std::optional<size_t> FindWideInteger(std::string_view text) {
-  constexpr std::string_view kMaxNegative = "9223372036854775808";
-  constexpr std::string_view kMaxPositive = "18446744073709551615";
-  for (size_t i = 0; i < text.size(); ++i) {
-    char c = text[i];
-    if (c == '"') {  // skip the string, escapes included
-      for (++i; i < text.size() && text[i] != '"'; ++i) {
-        if (text[i] == '\\') ++i;
-      }
-      continue;
-    }
-    if (c != '-' && !absl::ascii_isdigit(static_cast<unsigned char>(c))) {
-      continue;
-    }
-    size_t start = i;
-    bool negative = c == '-';
-    size_t digits_start = negative ? i + 1 : i;
-    size_t end = digits_start;
-    while (end < text.size() &&
-           absl::ascii_isdigit(static_cast<unsigned char>(text[end]))) {
-      ++end;
-    }
-    i = end;
-    while (i < text.size() &&
-           (text[i] == '.' || text[i] == 'e' || text[i] == 'E' ||
-            text[i] == '+' || text[i] == '-' ||
-            absl::ascii_isdigit(static_cast<unsigned char>(text[i])))) {
-      ++i;
-    }
-    bool is_integer = i == end;
-    --i;  // the loop's ++i moves past the number
-    if (!is_integer) continue;
-    std::string_view digits = text.substr(digits_start, end - digits_start);
-    std::string_view limit = negative ? kMaxNegative : kMaxPositive;
-    if (digits.size() > limit.size() ||
-        (digits.size() == limit.size() && digits > limit)) {
-      return start;
-    }
-  }
-  return std::nullopt;
-}
-
 }  // namespace
 
 absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what,
@@ -126,26 +80,9 @@ absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what,
                                              " bytes, over the limit of ",
                                              max_bytes, " bytes"));
   }
-  boost::json::parse_options options;
-  options.max_depth = kMaxJsonDepth;
-  boost::system::error_code ec;
-  Json value = boost::json::parse(
-      boost::json::string_view(text.data(), text.size()), ec, {}, options);
-  if (ec == boost::json::error::too_deep) {
-    return absl::InvalidArgumentError(
-        StrCat(what, " nests deeper than the limit of ", kMaxJsonDepth,
-               " levels of arrays and objects"));
-  }
-  if (ec) {
-    return absl::InvalidArgumentError(
-        StrCat(what, " is not valid JSON: ", ec.message()));
-  }
-  if (std::optional<size_t> at = FindWideInteger(text)) {
-    return absl::InvalidArgumentError(
-        StrCat(what, " holds an integer outside the 64-bit range at byte ", *at,
-               "; integers must lie in [-2^63, 2^64 - 1] (send larger ones as "
-               "strings)"));
-  }
+  SLUICE_ASSIGN_OR_RETURN(
+      Json value,
+      internal::ParseJsonText(text, what, {.max_depth = kMaxJsonDepth}));
   SLUICE_RETURN_IF_ERROR(CheckJsonValue(value, what));
   return value;
 }
