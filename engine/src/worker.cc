@@ -90,6 +90,7 @@ class WorkerImpl : public Worker {
     record_ = WorkerRecord{
         options_.worker_id, queue_, compiled_->slug(), now, now, std::nullopt};
     SLUICE_RETURN_IF_ERROR(SaveRecord());
+    PruneWorkers();
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
     // Other processes' sends reach us through the backend, if it can tell.
     watch_ = impl_.backend().WatchQueue(queue_, [this] { Poke(); });
@@ -151,6 +152,7 @@ class WorkerImpl : public Worker {
   bool RecordResults();
   void Heartbeat();
   void Sweep();
+  void PruneWorkers();
   // The number of tasks claimed; -1 if the claim failed.
   int ClaimMore();
   // Past the drain deadline: gives up on what is unfinished.
@@ -455,6 +457,28 @@ void WorkerImpl::Sweep() {
   for (const absl::Status& s : {reports.status(), stalled.status()}) {
     if (!s.ok())
       Log(LogLevel::kWarning, StrCat("sweep failed: ", s.ToString()));
+  }
+  // Refreshes our own row first, so that pruning never takes it, however
+  // the clock has moved since the last heartbeat.
+  record_.last_heartbeat_at = impl_.Now();
+  absl::Status saved = SaveRecord();
+  if (!saved.ok()) {
+    Log(LogLevel::kWarning, StrCat("heartbeat failed: ", saved.ToString()));
+    return;
+  }
+  PruneWorkers();
+}
+
+// Deletes the rows of workers gone for longer than worker_retention; ours
+// was just written, so it is never among them.
+void WorkerImpl::PruneWorkers() {
+  absl::Duration retention = impl_.options().worker_retention;
+  if (retention == absl::InfiniteDuration()) return;
+  absl::StatusOr<int> pruned =
+      engine_.PruneWorkers(impl_.Now() - retention, kSweepBatch);
+  if (!pruned.ok()) {
+    Log(LogLevel::kWarning, StrCat("pruning inactive workers failed: ",
+                                   pruned.status().ToString()));
   }
 }
 

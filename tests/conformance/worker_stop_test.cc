@@ -1,5 +1,5 @@
 // Stopping workers: Stop() returns by the drain deadline even when a handler
-// ignores cancellation.
+// ignores cancellation, and the rows of workers long gone are pruned.
 #include <memory>
 #include <optional>
 
@@ -11,7 +11,43 @@ namespace {
 
 using ::testing::HasSubstr;
 
-class WorkerStop : public FaultyWorkers {};
+class WorkerStop : public FaultyWorkers {
+ protected:
+  // Writes a worker's row as a worker that crashed or stopped would leave it.
+  void PutWorker(const std::string& id, absl::Time heartbeat,
+                 std::optional<absl::Time> stopped) {
+    auto tx = backend().Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    ASSERT_TRUE((*tx)
+                    ->UpsertWorker(WorkerRecord{id, "q", "f", heartbeat,
+                                                heartbeat, stopped})
+                    .ok());
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+
+  std::vector<std::string> WorkerIds() {
+    std::vector<std::string> ids;
+    auto tx = backend().Begin();
+    EXPECT_TRUE(tx.ok()) << tx.status();
+    if (!tx.ok()) return ids;
+    auto workers = (*tx)->ListWorkers();
+    EXPECT_TRUE(workers.ok()) << workers.status();
+    if (!workers.ok()) return ids;
+    for (const WorkerRecord& w : *workers) ids.push_back(w.worker_id);
+    return ids;
+  }
+
+  // Waits until the stored workers are exactly `ids` (sorted); the state is
+  // in the backend, so this polls it until the deadline.
+  bool AwaitWorkerIds(const std::vector<std::string>& ids) {
+    absl::Time give_up = absl::Now() + kWorkerTestDeadline;
+    while (WorkerIds() != ids) {
+      if (absl::Now() > give_up) return false;
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return true;
+  }
+};
 
 // Notifies when the last copy of whatever holds it is destroyed.
 class NotifyOnDestroy {
@@ -112,6 +148,77 @@ TEST_P(WorkerStop, HandlerFinishingWithinTheDeadline_IsRecorded) {
   EXPECT_EQ(view.run.status, RunStatus::kCompleted);
   EXPECT_EQ(*view.run.output, J(R"({"a":false})"))
       << "a draining handler is not cancelled before the deadline";
+}
+
+TEST_P(WorkerStop, PruneWorkers_DeletesOnlyWorkersInactiveForTheWindow) {
+  absl::Time now = clock().Now();
+  absl::Time cutoff = now - absl::Hours(1);
+  PutWorker("alive", now - absl::Seconds(10), std::nullopt);
+  PutWorker("at_the_cutoff", cutoff, std::nullopt);
+  PutWorker("crashed_long_ago", now - absl::Hours(2), std::nullopt);
+  PutWorker("stopped_long_ago", now - absl::Hours(3), now - absl::Hours(2));
+  PutWorker("stopped_recently", now - absl::Hours(2), now - absl::Minutes(5));
+
+  absl::StatusOr<int> pruned = engine().PruneWorkers(cutoff, 1);
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(*pruned, 1) << "at most the limit";
+  pruned = engine().PruneWorkers(cutoff, 100);
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(*pruned, 1);
+  pruned = engine().PruneWorkers(cutoff, 100);
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(*pruned, 0);
+  EXPECT_THAT(WorkerIds(), ::testing::ElementsAre("alive", "at_the_cutoff",
+                                                  "stopped_recently"));
+
+  EXPECT_EQ(engine().PruneWorkers(cutoff, 0).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine().PruneWorkers(absl::InfiniteFuture(), 10).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WorkerIds().size(), 3u) << "bad input changes nothing";
+}
+
+TEST_P(WorkerStop, StoppedWorkers_ArePrunedBySweep_LiveWorkerKept) {
+  Flow flow("pruned");
+  flow.Step("a", Echo());
+  for (int i = 0; i < 3; ++i) {
+    std::unique_ptr<Worker> worker = StartWorker(flow, Fast());
+    ASSERT_TRUE(worker->Stop().ok());
+  }
+  PutWorker("crashed", clock().Now(), std::nullopt);
+  WorkerOptions sweeping = Fast();
+  sweeping.sweep_interval = absl::Milliseconds(10);
+  std::unique_ptr<Worker> live = StartWorker(flow, sweeping);
+  ASSERT_EQ(WorkerIds().size(), 5u) << "nothing is old enough yet";
+
+  clock().Advance(engine().options().worker_retention + absl::Minutes(1));
+  EXPECT_TRUE(AwaitWorkerIds({live->id()}))
+      << "the sweep prunes the stopped and the crashed workers, not itself";
+  ASSERT_TRUE(live->Stop().ok());
+}
+
+TEST_P(WorkerStop, WorkerStart_PrunesWorkersGoneForTheWindow) {
+  Flow flow("pruned_at_start");
+  flow.Step("a", Echo());
+  for (int i = 0; i < 3; ++i) {
+    std::unique_ptr<Worker> worker = StartWorker(flow, Fast());
+    ASSERT_TRUE(worker->Stop().ok());
+  }
+  clock().Advance(engine().options().worker_retention + absl::Minutes(1));
+  std::unique_ptr<Worker> fresh = StartWorker(flow, Fast());
+  EXPECT_THAT(WorkerIds(), ::testing::ElementsAre(fresh->id()));
+  ASSERT_TRUE(fresh->Stop().ok());
+}
+
+TEST_P(WorkerStop, WorkerRetention_MustBePositive) {
+  EngineOptions options = DefaultOptions();
+  options.worker_retention = absl::ZeroDuration();
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(backend(), options);
+  ASSERT_FALSE(engine.ok());
+  EXPECT_EQ(engine.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(engine.status().message()),
+              HasSubstr("worker_retention"));
 }
 
 SLUICE_CONFORMANCE_SUITE(WorkerStop);
