@@ -63,13 +63,38 @@ std::vector<WorkerRecord> Catalog::ListWorkers() const {
   return workers;
 }
 
+int Catalog::DeleteInactiveWorkers(absl::Time inactive_before, int limit,
+                                   UndoLog& undo) {
+  std::vector<const WorkerRecord*> inactive;
+  for (const auto& [id, worker] : workers_) {
+    if (worker.last_heartbeat_at < inactive_before &&
+        (!worker.stopped_at || *worker.stopped_at < inactive_before)) {
+      inactive.push_back(&worker);
+    }
+  }
+  std::vector<std::string> ids;
+  for (const WorkerRecord* worker : inactive) {
+    if (static_cast<int>(ids.size()) >= limit) break;
+    ids.push_back(worker->worker_id);
+  }
+  for (std::string& id : ids) {
+    auto it = workers_.find(id);
+    // The undo of an upsert that replaced a row puts the row back, which is
+    // what undoing a deletion needs too.
+    undo.Add(undo::WorkerUpserted{},
+             SavedWorker{.worker_id = id, .previous = std::move(it->second)});
+    workers_.erase(it);
+  }
+  return static_cast<int>(ids.size());
+}
+
 void Catalog::UndoInsertFlow(const std::string& slug) { flows_.erase(slug); }
 
 void Catalog::UndoCreateQueue(const std::string& name) { queues_.erase(name); }
 
 void Catalog::UndoUpsertWorker(SavedWorker saved) {
   if (saved.previous.has_value()) {
-    workers_.find(saved.worker_id)->second = std::move(*saved.previous);
+    workers_.insert_or_assign(saved.worker_id, std::move(*saved.previous));
   } else {
     workers_.erase(saved.worker_id);
   }

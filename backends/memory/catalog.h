@@ -41,6 +41,9 @@ class Catalog {
   // Inserts or replaces the whole record.
   void UpsertWorker(const WorkerRecord& worker, UndoLog& undo);
   std::vector<WorkerRecord> ListWorkers() const;
+  // See Transaction::DeleteInactiveWorkers.
+  int DeleteInactiveWorkers(absl::Time inactive_before, int limit,
+                            UndoLog& undo);
 
   // Reverts, newest change first.
   void UndoInsertFlow(const std::string& slug);

@@ -305,6 +305,14 @@ absl::StatusOr<std::vector<WorkerRecord>> MemoryTransaction::ListWorkers() {
   });
 }
 
+absl::StatusOr<int> MemoryTransaction::DeleteInactiveWorkers(
+    absl::Time inactive_before, int limit) {
+  return Apply([&]() -> absl::StatusOr<int> {
+    return store().catalog.DeleteInactiveWorkers(inactive_before, limit,
+                                                 undo());
+  });
+}
+
 // --- Lifecycle --------------------------------------------------------------
 
 absl::Status MemoryTransaction::NotOpenError() const {

@@ -108,6 +108,8 @@ class MemoryTransaction final : public Transaction {
 
   absl::Status UpsertWorker(const WorkerRecord& worker) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                            int limit) override;
 
  private:
   enum class Phase { kOpen, kCommitted, kFailed };

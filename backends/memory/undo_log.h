@@ -66,8 +66,8 @@ struct SavedTaskFields {
   std::string worker_id;
 };
 
-// A worker row as it was before an upsert: `previous` is empty if the upsert
-// created it.
+// A worker row as it was before an upsert or a deletion: `previous` is empty
+// if the upsert created it.
 struct SavedWorker {
   std::string worker_id;
   std::optional<WorkerRecord> previous;

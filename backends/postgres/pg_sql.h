@@ -99,6 +99,15 @@ inline constexpr auto kUpsertWorker =
          "stopped_at = excluded.stopped_at");
 inline constexpr auto kListWorkers =
     Join("SELECT ", kWorker, " FROM sluice.workers ORDER BY worker_id");
+// Scans the table on purpose: pruning keeps it to the workers of the last
+// retention window, and nothing else searches it by time.
+inline constexpr std::string_view kDeleteInactiveWorkers =
+    "WITH gone AS (SELECT worker_id FROM sluice.workers "
+    "WHERE last_heartbeat_at < $1::timestamptz "
+    "AND (stopped_at IS NULL OR stopped_at < $1::timestamptz) "
+    "LIMIT $2 FOR UPDATE SKIP LOCKED) "
+    "DELETE FROM sluice.workers AS w USING gone "
+    "WHERE w.worker_id = gone.worker_id RETURNING w.worker_id";
 
 // --- Runs ---
 

@@ -89,6 +89,16 @@ absl::StatusOr<std::vector<WorkerRecord>> PgTables::ListWorkers() {
   return workers;
 }
 
+absl::StatusOr<int> PgTables::DeleteInactiveWorkers(absl::Time inactive_before,
+                                                    int limit) {
+  if (limit <= 0) return 0;
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(sql::kDeleteInactiveWorkers,
+                                Params().Time(inactive_before).Int(limit),
+                                "DeleteInactiveWorkers"));
+  return result.rows();
+}
+
 void PgTables::SawTime(absl::Time now) {
   if (!latest_now_.has_value() || *latest_now_ < now) latest_now_ = now;
 }

@@ -106,6 +106,8 @@ class PgTables {
 
   absl::Status UpsertWorker(const WorkerRecord& worker);
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers();
+  absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                            int limit);
 
  private:
   // Queues a write whose result nobody waits for.

@@ -268,4 +268,10 @@ absl::StatusOr<std::vector<WorkerRecord>> PostgresTransaction::ListWorkers() {
   return Guarded([&] { return tables_.ListWorkers(); });
 }
 
+absl::StatusOr<int> PostgresTransaction::DeleteInactiveWorkers(
+    absl::Time inactive_before, int limit) {
+  return Guarded(
+      [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
+}
+
 }  // namespace sluice::postgres_internal

@@ -143,6 +143,8 @@ class PostgresTransaction final : public Transaction {
 
   absl::Status UpsertWorker(const WorkerRecord& worker) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                            int limit) override;
 
  private:
   PostgresTransaction(ConnectionPool& pool, OpenTransactions& open,

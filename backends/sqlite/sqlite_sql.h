@@ -58,6 +58,12 @@ inline constexpr auto kUpsertWorker = JoinSql(
     "stopped_at = excluded.stopped_at");
 inline constexpr auto kListWorkers =
     JoinSql("SELECT ", kWorkerColumns, " FROM workers ORDER BY worker_id");
+// Scans the table on purpose: pruning keeps it to the workers of the last
+// retention window, and nothing else searches it by time.
+inline constexpr std::string_view kDeleteInactiveWorkers =
+    "DELETE FROM workers WHERE worker_id IN (SELECT worker_id FROM workers "
+    "WHERE last_heartbeat_at < ?1 AND (stopped_at IS NULL OR stopped_at < ?1) "
+    "LIMIT ?2)";
 
 // --- Runs ---
 

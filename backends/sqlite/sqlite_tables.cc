@@ -146,4 +146,15 @@ absl::StatusOr<std::vector<WorkerRecord>> SqliteTables::ListWorkers() {
   }
 }
 
+absl::StatusOr<int> SqliteTables::DeleteInactiveWorkers(
+    absl::Time inactive_before, int limit) {
+  if (limit <= 0) return 0;  // SQLite reads a negative LIMIT as "all"
+  SLUICE_ASSIGN_OR_RETURN(Statement remove, Prepare(sql::kDeleteInactiveWorkers,
+                                                    "DeleteInactiveWorkers"));
+  remove.BindTime(1, inactive_before);
+  remove.BindInt(2, limit);
+  SLUICE_RETURN_IF_ERROR(remove.Run());
+  return remove.Changes();
+}
+
 }  // namespace sluice::sqlite_internal

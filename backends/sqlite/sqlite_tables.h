@@ -114,6 +114,8 @@ class SqliteTables {
 
   absl::Status UpsertWorker(const WorkerRecord& worker);
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers();
+  absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                            int limit);
 
  private:
   absl::StatusOr<Statement> Prepare(std::string_view sql,

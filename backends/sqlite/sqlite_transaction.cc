@@ -276,4 +276,10 @@ absl::StatusOr<std::vector<WorkerRecord>> SqliteTransaction::ListWorkers() {
   return Guarded([&] { return tables_.ListWorkers(); });
 }
 
+absl::StatusOr<int> SqliteTransaction::DeleteInactiveWorkers(
+    absl::Time inactive_before, int limit) {
+  return Guarded(
+      [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
+}
+
 }  // namespace sluice::sqlite_internal

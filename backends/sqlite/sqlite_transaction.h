@@ -121,6 +121,8 @@ class SqliteTransaction final : public Transaction {
 
   absl::Status UpsertWorker(const WorkerRecord& worker) override;
   absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() override;
+  absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                            int limit) override;
 
  private:
   // REQUIRES: the caller holds connection.mu; the transaction releases it.

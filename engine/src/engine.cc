@@ -126,6 +126,12 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Backend& backend,
         "engine options: stall_budget, claim_grace and report_stale_after "
         "must be >= 0 and recovery_grace >= claim_grace");
   }
+  if (options.worker_retention <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        StrCat("engine options: worker_retention ",
+               absl::FormatDuration(options.worker_retention),
+               " must be positive (InfiniteDuration() keeps every row)"));
+  }
   return std::unique_ptr<Engine>(
       new Engine(std::make_unique<Impl>(backend, std::move(options))));
 }
@@ -372,6 +378,25 @@ absl::StatusOr<std::vector<RunRecord>> Engine::ListRuns(
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   return tx->ListRuns(flow_slug, limit);
+}
+
+absl::StatusOr<int> Engine::PruneWorkers(absl::Time inactive_before,
+                                         int limit) {
+  if (limit < 1 || limit > 10'000) {
+    return absl::InvalidArgumentError(
+        StrCat("PruneWorkers limit ", limit, " is out of range 1..10000"));
+  }
+  if (inactive_before == absl::InfiniteFuture() ||
+      inactive_before == absl::InfinitePast()) {
+    return absl::InvalidArgumentError(
+        "PruneWorkers needs a finite cutoff time");
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(int deleted,
+                          tx->DeleteInactiveWorkers(inactive_before, limit));
+  if (deleted == 0) return 0;
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  return deleted;
 }
 
 absl::StatusOr<std::vector<QueueCoverage>> Engine::Coverage(

@@ -1,20 +1,20 @@
 // The worker runtime: one dispatcher thread claims, records results, extends
-// leases and sweeps; `concurrency` handler threads run handlers.
+// leases and sweeps; `concurrency` handler threads run handlers
+// (worker_handlers.cc). Stopping and draining: docs/decisions/0013.
 #include "sluice/worker.h"
 
-#include <deque>
-#include <exception>
 #include <thread>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
+#include "result_recorder.h"
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "worker_shared.h"
 
 namespace sluice {
 namespace {
@@ -46,6 +46,28 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   return absl::OkStatus();
 }
 
+// Exponential backoff for a call that keeps failing: the first retry waits
+// kMinRetryBackoff, each further one twice as long, up to kMaxRetryBackoff.
+class Backoff {
+ public:
+  // Returns when the call may be tried again.
+  absl::Time Failed(absl::Time now) {
+    retry_at_ = now + delay_;
+    delay_ = std::min(delay_ * 2, kMaxRetryBackoff);
+    return retry_at_;
+  }
+  void Succeeded() {
+    delay_ = kMinRetryBackoff;
+    retry_at_ = absl::InfinitePast();
+  }
+  bool Ready(absl::Time now) const { return now >= retry_at_; }
+  absl::Time retry_at() const { return retry_at_; }
+
+ private:
+  absl::Duration delay_ = kMinRetryBackoff;
+  absl::Time retry_at_ = absl::InfinitePast();
+};
+
 class WorkerImpl : public Worker {
  public:
   WorkerImpl(Engine& engine, const Flow& flow,
@@ -53,10 +75,10 @@ class WorkerImpl : public Worker {
              WorkerOptions options)
       : engine_(engine),
         impl_(engine.impl()),
-        flow_(flow),
         compiled_(std::move(compiled)),
         options_(std::move(options)),
-        queue_(compiled_->queues().front()) {
+        queue_(compiled_->queues().front()),
+        shared_(std::make_shared<WorkerShared>(flow, impl_.options().log)) {
     if (options_.worker_id.empty()) options_.worker_id = NewWorkerId();
     served_.AddFlow(compiled_->shape());
   }
@@ -68,68 +90,48 @@ class WorkerImpl : public Worker {
     record_ = WorkerRecord{
         options_.worker_id, queue_, compiled_->slug(), now, now, std::nullopt};
     SLUICE_RETURN_IF_ERROR(SaveRecord());
+    PruneWorkers();
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
     // Other processes' sends reach us through the backend, if it can tell.
     watch_ = impl_.backend().WatchQueue(queue_, [this] { Poke(); });
+    {
+      absl::MutexLock lock(&shared_->mu);
+      shared_->slots.resize(options_.concurrency);
+    }
     for (int i = 0; i < options_.concurrency; ++i) {
-      handlers_.emplace_back([this] { HandlerLoop(); });
+      handlers_.emplace_back(HandlerLoop, shared_, static_cast<size_t>(i));
     }
     dispatcher_ = std::thread([this] { DispatchLoop(); });
+    started_ = true;
     return absl::OkStatus();
   }
 
-  absl::Status Stop() override {
-    {
-      absl::MutexLock lock(&mu_);
-      if (joined_) return absl::OkStatus();
-      stopping_ = true;
-      poked_ = true;
-    }
-    if (dispatcher_.joinable()) dispatcher_.join();
-    {
-      absl::MutexLock lock(&mu_);
-      handlers_exit_ = true;
-    }
-    for (std::thread& t : handlers_) {
-      if (t.joinable()) t.join();
-    }
-    impl_.signals().Unlisten(listener_);
-    watch_.reset();
-    record_.stopped_at = impl_.Now();
-    absl::Status saved = SaveRecord();
-    absl::MutexLock lock(&mu_);
-    joined_ = true;
-    return saved;
-  }
+  absl::Status Stop() override;
 
   absl::Status Wait() override {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(&dispatcher_done_));
-    return fatal_;
+    WorkerShared& s = *shared_;
+    absl::MutexLock lock(&s.mu);
+    s.mu.Await(absl::Condition(&s.closed));
+    return s.fatal.ok() ? s.drain_status : s.fatal;
   }
 
   bool WaitFor(absl::Duration timeout) override {
-    absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(&dispatcher_done_), timeout);
+    WorkerShared& s = *shared_;
+    absl::MutexLock lock(&s.mu);
+    return s.mu.AwaitWithTimeout(absl::Condition(&s.closed), timeout);
   }
 
   const std::string& id() const override { return options_.worker_id; }
   const std::string& queue() const override { return queue_; }
   WorkerStats stats() const override {
-    absl::MutexLock lock(&mu_);
-    return stats_;
+    absl::MutexLock lock(&shared_->mu);
+    return shared_->stats;
   }
 
  private:
-  struct InFlight {
-    int attempt = 0;
-    absl::Time deadline;
-    CancelToken cancel;
-  };
-
   void Poke() {
-    absl::MutexLock lock(&mu_);
-    poked_ = true;
+    absl::MutexLock lock(&shared_->mu);
+    shared_->poked = true;
   }
 
   absl::Status SaveRecord() {
@@ -138,19 +140,27 @@ class WorkerImpl : public Worker {
     return tx->Commit();
   }
 
+  void Log(LogLevel level, std::string_view message) const {
+    impl_.Log(level, StrCat("worker ", id(), ": ", message));
+  }
+
   void DispatchLoop();
-  bool ResultsDue() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  bool RecordResultsIfDue();
+  bool ResultsDue(absl::Time now) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
+  enum class Recording { kNothingDue, kRecorded, kRetryLater };
+  Recording RecordResultsIfDue();
   bool RecordResults();
   void Heartbeat();
   void Sweep();
+  void PruneWorkers();
+  // The number of tasks claimed; -1 if the claim failed.
   int ClaimMore();
-  void HandlerLoop();
-  void RunHandler(ClaimedTask task, CancelToken cancel);
+  // Past the drain deadline: gives up on what is unfinished.
+  void Abandon() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
+  void JoinOrDetachHandlers();
 
   Engine& engine_;
   Engine::Impl& impl_;
-  Flow flow_;
   std::shared_ptr<const CompiledFlow> compiled_;
   WorkerOptions options_;
   std::string queue_;
@@ -158,137 +168,252 @@ class WorkerImpl : public Worker {
   WorkerRecord record_;
   int listener_ = 0;
   std::unique_ptr<QueueWatch> watch_;
+  bool started_ = false;
   std::thread dispatcher_;
   std::vector<std::thread> handlers_;
+  const std::shared_ptr<WorkerShared> shared_;
 
-  mutable absl::Mutex mu_;
-  std::deque<std::pair<ClaimedTask, CancelToken>> ready_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<TaskKey, InFlight> in_flight_ ABSL_GUARDED_BY(mu_);
-  std::vector<TaskResult> results_ ABSL_GUARDED_BY(mu_);
-  absl::Time first_result_at_ ABSL_GUARDED_BY(mu_);
-  bool poked_ ABSL_GUARDED_BY(mu_) = false;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool dispatcher_done_ ABSL_GUARDED_BY(mu_) = false;
-  bool handlers_exit_ ABSL_GUARDED_BY(mu_) = false;
-  bool joined_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status fatal_ ABSL_GUARDED_BY(mu_);
-  WorkerStats stats_ ABSL_GUARDED_BY(mu_);
+  // Serializes Stop() calls; held for a whole Stop().
+  absl::Mutex stop_mu_;
+  bool stop_done_ ABSL_GUARDED_BY(stop_mu_) = false;
+  absl::Status stop_status_ ABSL_GUARDED_BY(stop_mu_);
 };
 
+absl::Status WorkerImpl::Stop() {
+  absl::MutexLock stop_lock(&stop_mu_);
+  if (stop_done_) return stop_status_;
+  stop_done_ = true;
+  if (!started_) return absl::OkStatus();
+  {
+    absl::MutexLock lock(&shared_->mu);
+    if (!shared_->stopping) {
+      shared_->stopping = true;
+      shared_->drain_deadline = absl::Now() + options_.drain_timeout;
+    }
+    shared_->poked = true;
+  }
+  // The dispatcher honours the drain deadline in every wait and retry, so
+  // this returns by then (plus at most one backend call in progress).
+  dispatcher_.join();
+  JoinOrDetachHandlers();
+  impl_.signals().Unlisten(listener_);
+  watch_.reset();
+  record_.stopped_at = impl_.Now();
+  absl::Status saved = SaveRecord();
+  if (!saved.ok())
+    Log(LogLevel::kWarning,
+        StrCat("recording the stop failed: ", saved.ToString()));
+  {
+    absl::MutexLock lock(&shared_->mu);
+    stop_status_ = shared_->drain_status;
+  }
+  if (stop_status_.ok()) stop_status_ = saved;
+  return stop_status_;
+}
+
+// Idle handler threads exit at once, since the worker is closed; a thread
+// still running a handler is detached. It holds WorkerShared, so it finds it
+// when its handler returns, and drops the late result.
+void WorkerImpl::JoinOrDetachHandlers() {
+  std::vector<bool> busy;
+  {
+    absl::MutexLock lock(&shared_->mu);
+    for (const WorkerShared::HandlerSlot& slot : shared_->slots) {
+      busy.push_back(slot.busy);
+    }
+  }
+  for (size_t i = 0; i < handlers_.size(); ++i) {
+    if (busy[i]) {
+      handlers_[i].detach();
+    } else {
+      handlers_[i].join();
+    }
+  }
+}
+
 void WorkerImpl::DispatchLoop() {
+  WorkerShared& s = *shared_;
   absl::Time next_heartbeat = absl::Now() + options_.heartbeat_interval;
   absl::Time next_sweep = absl::Now() + options_.sweep_interval;
-  absl::Time drain_deadline = absl::InfiniteFuture();
-  absl::Duration backoff = kMinRetryBackoff;
+  Backoff record_backoff;
+  Backoff claim_backoff;
   while (true) {
-    if (!RecordResultsIfDue()) {
-      absl::SleepFor(backoff);  // the backend is unavailable; don't spin
-      backoff = std::min(backoff * 2, kMaxRetryBackoff);
-      continue;
+    switch (RecordResultsIfDue()) {
+      case Recording::kNothingDue:
+        break;
+      case Recording::kRecorded:
+        record_backoff.Succeeded();
+        break;
+      case Recording::kRetryLater: {
+        absl::Time retry_at = record_backoff.Failed(absl::Now());
+        absl::MutexLock lock(&s.mu);
+        s.record_retry_at = retry_at;
+        break;
+      }
     }
-    backoff = kMinRetryBackoff;
     absl::Time real_now = absl::Now();
     if (real_now >= next_heartbeat) {
       Heartbeat();
       next_heartbeat = real_now + options_.heartbeat_interval;
     }
-    if (options_.sweep_interval > absl::ZeroDuration() &&
+    bool stopping;
+    {
+      absl::MutexLock lock(&s.mu);
+      stopping = s.stopping;
+    }
+    if (options_.sweep_interval > absl::ZeroDuration() && !stopping &&
         real_now >= next_sweep) {
       Sweep();
       next_sweep = real_now + options_.sweep_interval;
     }
-    int claimed = ClaimMore();
-    absl::MutexLock lock(&mu_);
-    if (stopping_) {
-      if (drain_deadline == absl::InfiniteFuture()) {
-        drain_deadline = absl::Now() + options_.drain_timeout;
+    int claimed = 0;
+    if (!stopping && claim_backoff.Ready(absl::Now())) {
+      claimed = ClaimMore();
+      if (claimed < 0) {
+        claim_backoff.Failed(absl::Now());
+      } else {
+        claim_backoff.Succeeded();
       }
-      bool drained = in_flight_.empty() && results_.empty();
-      if (drained || absl::Now() >= drain_deadline) {
-        // Past the deadline, unfinished tasks are left to stall recovery.
-        for (auto& [key, f] : in_flight_) f.cancel.Cancel();
-        dispatcher_done_ = true;
+    }
+    absl::MutexLock lock(&s.mu);
+    absl::Time now = absl::Now();
+    if (s.stopping) {
+      bool drained = s.in_flight.empty() && s.results.empty();
+      if (drained || now >= s.drain_deadline) {
+        if (!drained) Abandon();
+        for (auto& [key, f] : s.in_flight) f.cancel.Cancel();
+        s.ready.clear();
+        s.closed = true;
         return;
       }
     }
-    if (claimed > 0 || ResultsDue()) continue;
+    if (claimed > 0 || ResultsDue(now)) continue;
     absl::Time wake = std::min(
-        {absl::Now() + options_.poll_interval, next_heartbeat, drain_deadline});
-    if (options_.sweep_interval > absl::ZeroDuration()) {
+        {now + options_.poll_interval, next_heartbeat, s.drain_deadline});
+    if (options_.sweep_interval > absl::ZeroDuration() && !s.stopping) {
       wake = std::min(wake, next_sweep);
     }
-    if (!results_.empty())
-      wake = std::min(wake, first_result_at_ + kResultFlushDelay);
-    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return poked_ || ResultsDue();
+    if (!s.stopping && !claim_backoff.Ready(now)) {
+      wake = std::min(wake, claim_backoff.retry_at());
+    }
+    if (!s.results.empty()) {
+      wake = std::min(wake, std::max(s.first_result_at + kResultFlushDelay,
+                                     s.record_retry_at));
+    }
+    auto ready = [this, &s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+      return s.poked || ResultsDue(absl::Now());
     };
-    mu_.AwaitWithDeadline(absl::Condition(&ready), wake);
-    poked_ = false;
+    s.mu.AwaitWithDeadline(absl::Condition(&ready), wake);
+    s.poked = false;
   }
+}
+
+void WorkerImpl::Abandon() {
+  WorkerShared& s = *shared_;
+  int64_t abandoned = 0;
+  for (const auto& [key, f] : s.in_flight) {
+    bool has_result = false;
+    for (const TaskResult& r : s.results) {
+      if (r.key == key && r.attempt == f.attempt) has_result = true;
+    }
+    if (has_result) continue;
+    ++abandoned;
+    Log(LogLevel::kWarning,
+        StrCat("abandoned ", DescribeTask(key), " attempt ", f.attempt,
+               ": its handler was still running (or not started) after "
+               "drain_timeout ",
+               absl::FormatDuration(options_.drain_timeout),
+               "; its lease will lapse and stall recovery will take it back"));
+  }
+  for (const TaskResult& r : s.results) {
+    Log(LogLevel::kWarning,
+        StrCat("the result of ", DescribeTask(r.key), " attempt ", r.attempt,
+               " was not recorded by drain_timeout ",
+               absl::FormatDuration(options_.drain_timeout),
+               "; its lease will lapse and stall recovery will take it back"));
+  }
+  int64_t unrecorded = static_cast<int64_t>(s.results.size());
+  s.stats.abandoned += abandoned;
+  s.stats.unrecorded += unrecorded;
+  s.results.clear();
+  s.drain_status = absl::DeadlineExceededError(
+      StrCat("worker ", id(), " stopped after drain_timeout ",
+             absl::FormatDuration(options_.drain_timeout), " with ", abandoned,
+             " abandoned handlers and ", unrecorded,
+             " unrecorded results; stall recovery will take their tasks back"));
 }
 
 // Results are recorded together: when every claimed task has one, when a
 // batch's worth is waiting, when stopping, or when the oldest has waited
-// kResultFlushDelay.
-bool WorkerImpl::ResultsDue() {
-  if (results_.empty()) return false;
-  return results_.size() >= in_flight_.size() ||
-         static_cast<int>(results_.size()) >= options_.batch_size ||
-         stopping_ || absl::Now() >= first_result_at_ + kResultFlushDelay;
+// kResultFlushDelay; never before a failed attempt's backoff ends.
+bool WorkerImpl::ResultsDue(absl::Time now) const {
+  const WorkerShared& s = *shared_;
+  if (s.results.empty() || now < s.record_retry_at) return false;
+  return s.results.size() >= s.in_flight.size() ||
+         static_cast<int>(s.results.size()) >= options_.batch_size ||
+         s.stopping || now >= s.first_result_at + kResultFlushDelay;
 }
 
-bool WorkerImpl::RecordResultsIfDue() {
+WorkerImpl::Recording WorkerImpl::RecordResultsIfDue() {
   {
-    absl::MutexLock lock(&mu_);
-    if (!ResultsDue()) return true;
+    absl::MutexLock lock(&shared_->mu);
+    if (!ResultsDue(absl::Now())) return Recording::kNothingDue;
   }
-  return RecordResults();
+  return RecordResults() ? Recording::kRecorded : Recording::kRetryLater;
 }
 
-// Returns false if the backend refused the results; they are kept to retry.
+// Returns false if some results hit a transient error; they are kept to
+// retry after a backoff.
 bool WorkerImpl::RecordResults() {
+  WorkerShared& s = *shared_;
   std::vector<TaskResult> results;
   {
-    absl::MutexLock lock(&mu_);
-    results.swap(results_);
+    absl::MutexLock lock(&s.mu);
+    results.swap(s.results);
   }
   if (results.empty()) return true;
-  absl::StatusOr<FinishOutcome> outcome = engine_.FinishTasks(results);
-  if (!outcome.ok()) {
-    impl_.Log(LogLevel::kWarning,
-              StrCat("worker ", id(), ": recording ", results.size(),
-                     " results failed: ", outcome.status().ToString()));
-    if (outcome.status().code() == absl::StatusCode::kInvalidArgument) {
-      return true;  // can never succeed; the tasks will stall and recover
+  RecordedResults recorded =
+      sluice::RecordResults(engine_, std::move(results), id());
+  absl::MutexLock lock(&s.mu);
+  // A task's entry belongs to its latest attempt: a result of an older one
+  // must not end the newer attempt's lease.
+  auto finish = [&s](const TaskKey& key,
+                     int attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+    auto it = s.in_flight.find(key);
+    if (it != s.in_flight.end() && it->second.attempt == attempt) {
+      s.in_flight.erase(it);
     }
-    absl::MutexLock lock(&mu_);
-    if (results_.empty()) first_result_at_ = absl::Now();
-    for (TaskResult& r : results) results_.push_back(std::move(r));
-    return false;
-  }
-  absl::Status applied = engine_.ApplyReports(outcome->report_ids);
-  if (!applied.ok()) {
-    impl_.Log(LogLevel::kWarning,
-              StrCat("worker ", id(), ": applying reports failed (",
-                     applied.ToString(), "); the sweeper will apply them"));
-  }
-  absl::MutexLock lock(&mu_);
-  for (size_t i = 0; i < results.size(); ++i) {
-    in_flight_.erase(results[i].key);
-    switch (outcome->dispositions[i]) {
+  };
+  for (const RecordedResults::Recorded& r : recorded.recorded) {
+    finish(r.key, r.attempt);
+    if (r.replaced) ++s.stats.rejected;
+    switch (r.disposition) {
       case ResultDisposition::kCompleted:
-        ++stats_.completed;
+        ++s.stats.completed;
         break;
       case ResultDisposition::kRetrying:
       case ResultDisposition::kFailed:
-        ++stats_.failed;
+        ++s.stats.failed;
         break;
       case ResultDisposition::kStale:
-        ++stats_.stale;
+        ++s.stats.stale;
         break;
     }
   }
-  return true;
+  for (const TaskResult& r : recorded.dropped) {
+    finish(r.key, r.attempt);  // so its lease lapses
+    ++s.stats.unrecorded;
+  }
+  if (recorded.retry.empty()) {
+    s.record_retry_at = absl::InfinitePast();
+    return true;
+  }
+  Log(LogLevel::kWarning,
+      StrCat("recording ", recorded.retry.size(), " results failed (",
+             recorded.transient_error.ToString(), "); retrying"));
+  if (s.results.empty()) s.first_result_at = absl::Now();
+  for (TaskResult& r : recorded.retry) s.results.push_back(std::move(r));
+  return false;
 }
 
 void WorkerImpl::Heartbeat() {
@@ -296,8 +421,8 @@ void WorkerImpl::Heartbeat() {
   std::vector<CancelToken> tokens;
   absl::Time now = impl_.Now();
   {
-    absl::MutexLock lock(&mu_);
-    for (auto& [key, f] : in_flight_) {
+    absl::MutexLock lock(&shared_->mu);
+    for (auto& [key, f] : shared_->in_flight) {
       if (now >= f.deadline) {
         // Past its deadline the lease is left to lapse, so a hung handler
         // can't hold its task forever.
@@ -315,17 +440,14 @@ void WorkerImpl::Heartbeat() {
         if (!(*owned)[i]) tokens[i].Cancel();  // its run or step ended
       }
     } else {
-      impl_.Log(LogLevel::kWarning,
-                StrCat("worker ", id(), ": extending leases failed: ",
-                       owned.status().ToString()));
+      Log(LogLevel::kWarning,
+          StrCat("extending leases failed: ", owned.status().ToString()));
     }
   }
   record_.last_heartbeat_at = now;
   absl::Status saved = SaveRecord();
   if (!saved.ok()) {
-    impl_.Log(
-        LogLevel::kWarning,
-        StrCat("worker ", id(), ": heartbeat failed: ", saved.ToString()));
+    Log(LogLevel::kWarning, StrCat("heartbeat failed: ", saved.ToString()));
   }
 }
 
@@ -333,85 +455,73 @@ void WorkerImpl::Sweep() {
   absl::StatusOr<int> reports = engine_.ApplyStaleReports(kSweepBatch);
   absl::StatusOr<int> stalled = engine_.RecoverStalledTasks(kSweepBatch);
   for (const absl::Status& s : {reports.status(), stalled.status()}) {
-    if (!s.ok()) {
-      impl_.Log(LogLevel::kWarning,
-                StrCat("worker ", id(), ": sweep failed: ", s.ToString()));
-    }
+    if (!s.ok())
+      Log(LogLevel::kWarning, StrCat("sweep failed: ", s.ToString()));
+  }
+  // Refreshes our own row first, so that pruning never takes it, however
+  // the clock has moved since the last heartbeat.
+  record_.last_heartbeat_at = impl_.Now();
+  absl::Status saved = SaveRecord();
+  if (!saved.ok()) {
+    Log(LogLevel::kWarning, StrCat("heartbeat failed: ", saved.ToString()));
+    return;
+  }
+  PruneWorkers();
+}
+
+// Deletes the rows of workers gone for longer than worker_retention; ours
+// was just written, so it is never among them.
+void WorkerImpl::PruneWorkers() {
+  absl::Duration retention = impl_.options().worker_retention;
+  if (retention == absl::InfiniteDuration()) return;
+  absl::StatusOr<int> pruned =
+      engine_.PruneWorkers(impl_.Now() - retention, kSweepBatch);
+  if (!pruned.ok()) {
+    Log(LogLevel::kWarning, StrCat("pruning inactive workers failed: ",
+                                   pruned.status().ToString()));
   }
 }
 
 int WorkerImpl::ClaimMore() {
+  WorkerShared& s = *shared_;
   int free;
   {
-    absl::MutexLock lock(&mu_);
-    if (stopping_) return 0;
+    absl::MutexLock lock(&s.mu);
+    if (s.stopping) return 0;
     int capacity = std::max(options_.concurrency, options_.batch_size);
-    free = capacity - static_cast<int>(in_flight_.size());
+    free = capacity - static_cast<int>(s.in_flight.size());
     // Wait for room for half a batch rather than claiming a few at a time.
-    if (!in_flight_.empty() && free < (options_.batch_size + 1) / 2) return 0;
+    if (!s.in_flight.empty() && free < (options_.batch_size + 1) / 2) return 0;
   }
   if (free <= 0) return 0;
   ClaimRequest request{queue_, options_.worker_id, served_,
                        std::min(free, options_.batch_size)};
   absl::StatusOr<std::vector<ClaimedTask>> claimed = engine_.Claim(request);
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&s.mu);
   if (!claimed.ok()) {
     if (claimed.status().code() == absl::StatusCode::kFailedPrecondition) {
       impl_.Log(
           LogLevel::kError,
           StrCat("worker ", id(), " stops: ", claimed.status().message()));
-      fatal_ = claimed.status();
-      stopping_ = true;
+      s.fatal = claimed.status();
+      if (!s.stopping) {
+        s.stopping = true;
+        s.drain_deadline = absl::Now() + options_.drain_timeout;
+      }
     } else {
-      impl_.Log(LogLevel::kWarning, StrCat("worker ", id(), ": claim failed: ",
-                                           claimed.status().ToString()));
+      Log(LogLevel::kWarning,
+          StrCat("claim failed: ", claimed.status().ToString()));
     }
-    return 0;
+    return -1;
   }
-  stats_.claimed += static_cast<int64_t>(claimed->size());
+  s.stats.claimed += static_cast<int64_t>(claimed->size());
   for (ClaimedTask& task : *claimed) {
     CancelToken token;
-    in_flight_[task.key] = InFlight{task.attempt, task.deadline, token};
-    ready_.emplace_back(std::move(task), token);
+    s.in_flight[task.key] =
+        WorkerShared::InFlight{task.attempt, task.deadline, token};
+    s.ready.emplace_back(std::move(task), token);
   }
   return static_cast<int>(claimed->size());
-}
-
-void WorkerImpl::HandlerLoop() {
-  while (true) {
-    std::pair<ClaimedTask, CancelToken> next;
-    {
-      absl::MutexLock lock(&mu_);
-      auto has_work = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-        return !ready_.empty() || handlers_exit_;
-      };
-      mu_.Await(absl::Condition(&has_work));
-      if (ready_.empty()) return;
-      next = std::move(ready_.front());
-      ready_.pop_front();
-    }
-    RunHandler(std::move(next.first), std::move(next.second));
-  }
-}
-
-void WorkerImpl::RunHandler(ClaimedTask task, CancelToken cancel) {
-  const Handler& handler = flow_.handler(task.key.step_index);
-  TaskContext context(
-      TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
-                        task.key.task_index, task.attempt, task.max_attempts,
-                        task.deadline},
-      cancel, impl_.options().log);
-  absl::StatusOr<Json> outcome;
-  try {
-    outcome = handler(task.input, context);
-  } catch (const std::exception& e) {
-    outcome = absl::UnknownError(StrCat("handler threw: ", e.what()));
-  } catch (...) {
-    outcome = absl::UnknownError("handler threw a non-standard exception");
-  }
-  absl::MutexLock lock(&mu_);
-  if (results_.empty()) first_result_at_ = absl::Now();
-  results_.push_back(TaskResult{task.key, task.attempt, std::move(outcome)});
 }
 
 }  // namespace

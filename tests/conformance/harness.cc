@@ -90,7 +90,7 @@ EngineOptions Conformance::DefaultOptions() {
   EngineOptions options;
   options.clock = &clock_;
   auto log = log_;
-  auto mu = std::make_shared<absl::Mutex>();
+  auto mu = log_mu_;
   options.log = [log, mu](LogLevel, std::string_view line) {
     absl::MutexLock lock(mu.get());
     log->emplace_back(line);
@@ -215,6 +215,9 @@ int64_t Conformance::PendingReports() {
   return count.ok() ? *count : -1;
 }
 
-std::vector<std::string> Conformance::LogLines() { return *log_; }
+std::vector<std::string> Conformance::LogLines() {
+  absl::MutexLock lock(log_mu_.get());
+  return *log_;
+}
 
 }  // namespace sluice::testing

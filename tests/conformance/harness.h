@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/synchronization/mutex.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/backend.h"
@@ -84,6 +85,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Engine> engine_;
   std::vector<const Flow*> flows_;
+  // Workers log from their own threads.
+  std::shared_ptr<absl::Mutex> log_mu_ = std::make_shared<absl::Mutex>();
   std::shared_ptr<std::vector<std::string>> log_ =
       std::make_shared<std::vector<std::string>>();
 };

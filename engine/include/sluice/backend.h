@@ -251,6 +251,12 @@ class Transaction {
 
   virtual absl::Status UpsertWorker(const WorkerRecord& worker) = 0;
   virtual absl::StatusOr<std::vector<WorkerRecord>> ListWorkers() = 0;
+  // Deletes up to `limit` workers that showed no sign of life since
+  // `inactive_before`: their last heartbeat and their stop (if any) are both
+  // earlier; which ones, when more qualify, is unspecified. Skips rows other
+  // transactions hold. Returns how many it deleted.
+  virtual absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                                    int limit) = 0;
 };
 
 // Stops watching a queue when destroyed; destruction waits for a poke in
@@ -264,7 +270,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 2;
+  static constexpr int kInterfaceVersion = 3;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -50,6 +50,11 @@ struct EngineOptions {
   // The reconcile path applies reports older than this.
   absl::Duration report_stale_after = absl::Seconds(10);
   size_t max_payload_bytes = kMaxPayloadBytes;
+  // A worker's row is deleted once it has shown no sign of life (heartbeat
+  // or stop) for this long: workers prune at start and in every sweep.
+  // Keep it well above heartbeat intervals and Coverage()'s liveness;
+  // InfiniteDuration() keeps every row.
+  absl::Duration worker_retention = absl::Hours(1);
 };
 
 enum class DeployOutcome {
@@ -201,6 +206,11 @@ class Engine {
   // flow's queue. Fails without registering if deployment fails.
   absl::StatusOr<std::unique_ptr<Worker>> StartWorker(
       const Flow& flow, WorkerOptions options = {});
+  // Deletes up to `limit` workers' rows that showed no sign of life
+  // (heartbeat or stop) since `inactive_before`, in one transaction. Returns
+  // how many; call again until it returns fewer than `limit`. A live worker
+  // whose row was pruned writes it again at its next heartbeat.
+  absl::StatusOr<int> PruneWorkers(absl::Time inactive_before, int limit);
   // Queues of deployed flows and how many live workers serve each.
   absl::StatusOr<std::vector<QueueCoverage>> Coverage(
       absl::Duration liveness = absl::Seconds(30));

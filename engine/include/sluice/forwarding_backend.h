@@ -200,6 +200,11 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListWorkers"));
     return target_->ListWorkers();
   }
+  absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
+                                            int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteInactiveWorkers"));
+    return target_->DeleteInactiveWorkers(inactive_before, limit);
+  }
 
  protected:
   // Runs before every call, named by its method. A non-OK status is returned

@@ -28,7 +28,9 @@ struct WorkerOptions {
   // How often stale reports are applied and stalled tasks recovered;
   // zero disables the sweeper.
   absl::Duration sweep_interval = absl::Seconds(5);
-  // How long Stop() waits for running handlers.
+  // How long Stop() lets running handlers finish and their results be
+  // recorded. Stop() returns by then: handlers still running are abandoned
+  // (their leases lapse and stall recovery takes their tasks back).
   absl::Duration drain_timeout = absl::Seconds(30);
   std::string worker_id;  // random if empty
 };
@@ -38,6 +40,15 @@ struct WorkerStats {
   int64_t completed = 0;
   int64_t failed = 0;  // failed attempts, retried or not
   int64_t stale = 0;   // results that no longer owned their task
+  // Results the backend refused to store; a failure naming the refusal was
+  // stored in their place (also counted in `failed`).
+  int64_t rejected = 0;
+  // Results never stored: the drain deadline passed first, or the backend
+  // refused even the failure. Stall recovery takes their tasks back.
+  int64_t unrecorded = 0;
+  // Tasks whose handler was still running, or not yet started, when Stop()
+  // gave up at the drain deadline. Stall recovery takes them back.
+  int64_t abandoned = 0;
 };
 
 // Thread-safety: safe for concurrent use.
@@ -45,11 +56,18 @@ class Worker {
  public:
   virtual ~Worker() = default;  // stops, as Stop() does
 
-  // Stops claiming, waits up to drain_timeout for running handlers, records
-  // their results and marks the worker stopped. Idempotent.
+  // Stops claiming, lets running handlers finish and records their results,
+  // then marks the worker stopped. Returns by drain_timeout (plus at most one
+  // backend call in progress): past it, handlers still running are abandoned
+  // and logged with their task, results not yet stored are dropped, and
+  // Stop() returns kDeadlineExceeded saying how many. An abandoned handler's
+  // thread is detached; it holds what it uses, so it may outlive the worker
+  // and the engine, and its late result is dropped. Idempotent: later calls
+  // return the first call's status.
   virtual absl::Status Stop() = 0;
-  // Blocks until the worker stops, by Stop() or a fatal error; returns that
-  // error (OK after a plain Stop()).
+  // Blocks until the worker stops, by Stop() or a fatal error. Returns the
+  // fatal error; else kDeadlineExceeded if the drain abandoned handlers or
+  // dropped results (see stats()); else OK.
   virtual absl::Status Wait() = 0;
   // Waits at most `timeout`; false if the worker is still running.
   virtual bool WaitFor(absl::Duration timeout) = 0;

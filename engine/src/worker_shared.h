@@ -1,0 +1,76 @@
+// The state a worker shares with its handler threads.
+//
+// Handler threads hold it by shared_ptr and touch nothing else: a thread
+// whose handler still runs when Stop() gives up is detached (abandoned), may
+// outlive the worker and the engine, and must still find everything it uses.
+#ifndef SLUICE_ENGINE_WORKER_SHARED_H_
+#define SLUICE_ENGINE_WORKER_SHARED_H_
+
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "sluice/engine.h"
+#include "sluice/flow.h"
+#include "sluice/task_context.h"
+#include "sluice/worker.h"
+
+namespace sluice {
+
+// Lock order: WorkerShared::mu is a leaf; no backend call or handler runs
+// while it is held.
+struct WorkerShared {
+  // A claimed task: its lease, and the token that cancels its handler.
+  struct InFlight {
+    int attempt = 0;
+    absl::Time deadline;
+    CancelToken cancel;
+  };
+  // One handler thread. `busy` while it runs a handler.
+  struct HandlerSlot {
+    bool busy = false;
+  };
+
+  WorkerShared(Flow flow_in, LogSink log_in)
+      : flow(std::move(flow_in)), log(std::move(log_in)) {}
+
+  const Flow flow;    // the handlers
+  const LogSink log;  // handed to handlers through their TaskContext
+
+  absl::Mutex mu;
+  // Claimed tasks waiting for a handler thread.
+  std::deque<std::pair<ClaimedTask, CancelToken>> ready ABSL_GUARDED_BY(mu);
+  // Every claimed task until its result is stored (or given up on).
+  absl::flat_hash_map<TaskKey, InFlight> in_flight ABSL_GUARDED_BY(mu);
+  // Results waiting to be stored.
+  std::vector<TaskResult> results ABSL_GUARDED_BY(mu);
+  absl::Time first_result_at ABSL_GUARDED_BY(mu);
+  // Storing results failed for a transient error; not again before this.
+  absl::Time record_retry_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
+  std::vector<HandlerSlot> slots ABSL_GUARDED_BY(mu);
+
+  bool poked ABSL_GUARDED_BY(mu) = false;
+  bool stopping ABSL_GUARDED_BY(mu) = false;
+  absl::Time drain_deadline ABSL_GUARDED_BY(mu) = absl::InfiniteFuture();
+  // The dispatcher has exited: nothing more is claimed or stored, handler
+  // threads take no more tasks, and a late result is dropped (its attempt's
+  // lease lapses, so the fence by attempt would ignore it anyway).
+  bool closed ABSL_GUARDED_BY(mu) = false;
+  absl::Status fatal ABSL_GUARDED_BY(mu);
+  // OK, or why the drain left work unfinished.
+  absl::Status drain_status ABSL_GUARDED_BY(mu);
+  WorkerStats stats ABSL_GUARDED_BY(mu);
+};
+
+// A handler thread's body: runs ready tasks until the worker closes.
+void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot);
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_WORKER_SHARED_H_
