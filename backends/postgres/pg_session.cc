@@ -6,14 +6,10 @@
 
 namespace sluice::postgres_internal {
 
-absl::StatusOr<Session> Session::Open(const std::string& url) {
-  Session session(PQconnectdb(url.c_str()));
-  if (session.get() == nullptr || PQstatus(session.get()) != CONNECTION_OK) {
-    return ConnectionLost(session.get(), "connect");
-  }
-  PQsetNoticeProcessor(
-      session.get(), [](void*, const char*) {}, nullptr);
-  return session;
+absl::StatusOr<Session> Session::Open(const std::string& url,
+                                      const PostgresOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(ConnectionHandle connection, Connect(url, options));
+  return Session(std::move(connection));
 }
 
 absl::Status Session::Execute(std::string_view sql, std::string_view what) {

@@ -8,18 +8,23 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pg_connect.h"
 #include "pg_connection.h"
+#include "sluice/postgres.h"
 
 namespace sluice::postgres_internal {
 
 class Session {
  public:
-  // kUnavailable if the server can't be reached.
-  static absl::StatusOr<Session> Open(const std::string& url);
+  // Connects with `options`' connect timeout and keepalives (pg_connect.h);
+  // kUnavailable if the server can't be reached or doesn't answer in time.
+  static absl::StatusOr<Session> Open(const std::string& url,
+                                      const PostgresOptions& options = {});
 
   // Runs `sql`, which may hold several statements (no parameters).
   absl::Status Execute(std::string_view sql, std::string_view what);
@@ -34,8 +39,9 @@ class Session {
   PGconn* get() { return connection_.get(); }
 
  private:
-  explicit Session(PGconn* connection) : connection_(connection, &PQfinish) {}
-  std::unique_ptr<PGconn, decltype(&PQfinish)> connection_;
+  explicit Session(ConnectionHandle connection)
+      : connection_(std::move(connection)) {}
+  ConnectionHandle connection_;
 };
 
 // The installed schema version: 0 when sluice.schema_migrations is missing.

@@ -18,6 +18,8 @@ absl::StatusCode CodeFor(std::string_view state, bool on_queue) {
   if (state == "42P01" && on_queue) return absl::StatusCode::kNotFound;
   if (state == "22003") return absl::StatusCode::kOutOfRange;
   if (state == "42501") return absl::StatusCode::kPermissionDenied;
+  // query_canceled: the statement timeout (PostgresOptions) expired.
+  if (state == "57014") return absl::StatusCode::kDeadlineExceeded;
   return absl::StatusCode::kInternal;
 }
 

@@ -8,6 +8,7 @@
 //   queue's table                          -> kNotFound
 //   22003 numeric value out of range       -> kOutOfRange
 //   42501 insufficient privilege           -> kPermissionDenied
+//   57014 query canceled (statement timeout) -> kDeadlineExceeded
 //   anything else                          -> kInternal
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_STATUS_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_STATUS_H_
