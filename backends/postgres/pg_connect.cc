@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "pg_status.h"
+#include "pg_connect_errors.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -106,7 +106,7 @@ absl::Status WaitUntilConnected(PGconn* connection, absl::Duration timeout) {
   SteadyClock::time_point deadline = DeadlineAfter(timeout);
   while (polling != PGRES_POLLING_OK) {
     if (polling == PGRES_POLLING_FAILED) {
-      return ConnectionLost(connection, "connect");
+      return ConnectFailure(connection);
     }
     if (std::string now_target = AttemptTarget(connection);
         now_target != target) {
@@ -117,7 +117,7 @@ absl::Status WaitUntilConnected(PGconn* connection, absl::Duration timeout) {
         PQsocket(connection),
         static_cast<short>(polling == PGRES_POLLING_READING ? POLLIN : POLLOUT),
         0};
-    if (socket.fd < 0) return ConnectionLost(connection, "connect");
+    if (socket.fd < 0) return ConnectFailure(connection);
     const SteadyClock::time_point now = SteadyClock::now();
     if (now >= deadline) return TimedOut(connection, timeout);
     const int ready = poll(&socket, 1,
@@ -134,6 +134,7 @@ absl::Status WaitUntilConnected(PGconn* connection, absl::Duration timeout) {
 
 absl::StatusOr<ConnectionHandle> Connect(const std::string& url,
                                          const PostgresOptions& options) {
+  SLUICE_RETURN_IF_ERROR(CheckConnectionUrl(url));
   const std::string idle = WholeSeconds(options.keepalives_idle);
   const std::string interval = WholeSeconds(options.keepalives_interval);
   const std::string count = StrCat(std::max(options.keepalives_count, 1));
@@ -159,12 +160,15 @@ absl::StatusOr<ConnectionHandle> Connect(const std::string& url,
     return absl::ResourceExhaustedError(
         "libpq could not allocate a connection");
   }
+  // Verbose errors carry the SQLSTATE of a refusal (ConnectFailure).
+  PQsetErrorVerbosity(connection.get(), PQERRORS_VERBOSE);
   if (PQstatus(connection.get()) == CONNECTION_BAD) {
-    return ConnectionLost(connection.get(), "connect");
+    return ConnectFailure(connection.get());
   }
   SLUICE_ASSIGN_OR_RETURN(absl::Duration timeout,
                           AttemptTimeout(connection.get(), options));
   SLUICE_RETURN_IF_ERROR(WaitUntilConnected(connection.get(), timeout));
+  PQsetErrorVerbosity(connection.get(), PQERRORS_DEFAULT);
   // Notices (a ROLLBACK with nothing to roll back warns) are not errors.
   PQsetNoticeProcessor(
       connection.get(), [](void*, const char*) {}, nullptr);

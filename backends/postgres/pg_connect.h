@@ -28,7 +28,8 @@ namespace sluice::postgres_internal {
 using ConnectionHandle = std::unique_ptr<PGconn, decltype(&PQfinish)>;
 
 // An open connection to `url`, notices silenced. kUnavailable if the server
-// can't be reached or doesn't answer within the connect timeout.
+// can't be reached or doesn't answer within the connect timeout; the other
+// failures as pg_connect_errors.h maps them. No message shows the URL.
 absl::StatusOr<ConnectionHandle> Connect(const std::string& url,
                                          const PostgresOptions& options);
 

@@ -5,24 +5,6 @@
 namespace sluice::postgres_internal {
 namespace {
 
-absl::StatusCode CodeFor(std::string_view state, bool on_queue) {
-  if (state == "40001" || state == "40P01" || state == "55P03") {
-    return absl::StatusCode::kAborted;
-  }
-  if (state.starts_with("08") || state == "57P01" || state == "57P02" ||
-      state == "57P03") {
-    return absl::StatusCode::kUnavailable;
-  }
-  if (state == "23505") return absl::StatusCode::kAlreadyExists;
-  if (state == "23503" || state == "P0002") return absl::StatusCode::kNotFound;
-  if (state == "42P01" && on_queue) return absl::StatusCode::kNotFound;
-  if (state == "22003") return absl::StatusCode::kOutOfRange;
-  if (state == "42501") return absl::StatusCode::kPermissionDenied;
-  // query_canceled: the statement timeout (PostgresOptions) expired.
-  if (state == "57014") return absl::StatusCode::kDeadlineExceeded;
-  return absl::StatusCode::kInternal;
-}
-
 std::string_view Field(const PGresult* result, int field) {
   const char* value = PQresultErrorField(result, field);
   return value == nullptr ? std::string_view() : std::string_view(value);
@@ -36,6 +18,32 @@ std::string_view TrimNewline(std::string_view text) {
 }
 
 }  // namespace
+
+absl::StatusCode CodeForSqlstate(std::string_view state) {
+  if (state == "40001" || state == "40P01" || state == "55P03") {
+    return absl::StatusCode::kAborted;
+  }
+  // Connection failures, a server shutting down or starting up, and too
+  // many connections all pass.
+  if (state.starts_with("08") || state == "57P01" || state == "57P02" ||
+      state == "57P03" || state == "53300") {
+    return absl::StatusCode::kUnavailable;
+  }
+  if (state == "23505") return absl::StatusCode::kAlreadyExists;
+  // 3D000: the URL names a database that does not exist.
+  if (state == "23503" || state == "P0002" || state == "3D000") {
+    return absl::StatusCode::kNotFound;
+  }
+  if (state == "22003") return absl::StatusCode::kOutOfRange;
+  // Class 28 (28P01 wrong password, 28000 unknown role or no pg_hba.conf
+  // entry): retrying with the same URL can't help.
+  if (state == "42501" || state.starts_with("28")) {
+    return absl::StatusCode::kPermissionDenied;
+  }
+  // query_canceled: the statement timeout (PostgresOptions) expired.
+  if (state == "57014") return absl::StatusCode::kDeadlineExceeded;
+  return absl::StatusCode::kInternal;
+}
 
 absl::Status ConnectionLost(PGconn* connection, std::string_view operation) {
   std::string_view message =
@@ -55,9 +63,8 @@ absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
       return ConnectionLost(connection, context.operation);
     }
   }
-  const bool on_queue = !context.queue.empty();
-  absl::StatusCode code = CodeFor(state, on_queue);
-  if (state == "42P01" && on_queue) {
+  const absl::StatusCode code = CodeForSqlstate(state);
+  if (state == "42P01" && !context.queue.empty()) {
     return absl::NotFoundError(StrCat(context.operation, ": queue \"",
                                       context.queue, "\" does not exist"));
   }

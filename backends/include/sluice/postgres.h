@@ -73,7 +73,11 @@ struct PostgresOptions {
 // Connections are made lazily; this one checks the schema version.
 // kFailedPrecondition if the database is not migrated to this build's
 // version; kUnavailable if the server can't be reached or doesn't answer
-// within the connect timeout.
+// within the connect timeout (retry later). Failures that retrying can't
+// fix: kInvalidArgument for a malformed URL or a bad option in it,
+// kPermissionDenied for a wrong password, an unknown role or no
+// pg_hba.conf entry, kNotFound for a database that does not exist.
+// No error message shows the URL's password.
 absl::StatusOr<std::unique_ptr<Backend>> OpenPostgres(
     const std::string& url, const PostgresOptions& options = {});
 
