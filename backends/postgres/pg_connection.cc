@@ -5,6 +5,7 @@
 #include <charconv>
 #include <utility>
 
+#include "pg_session.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -40,10 +41,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
       !timeout.empty()) {
     StrAppend(&setup, "; ", timeout);
   }
-  Result result(PQexec(raw, setup.c_str()));
-  if (PQresultStatus(result.get()) != PGRES_COMMAND_OK) {
-    return StatusFromResult(result.get(), raw, {"connect"});
-  }
+  SLUICE_RETURN_IF_ERROR(Execute(raw, setup, "connect"));
   if (PQenterPipelineMode(raw) != 1) {
     return absl::InternalError(StrCat(
         "postgres connect: can't enter pipeline mode: ", PQerrorMessage(raw)));

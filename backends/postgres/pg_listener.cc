@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "pg_queue_sql.h"
+#include "pg_session.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -16,13 +17,6 @@ namespace {
 constexpr absl::Duration kPollInterval = absl::Seconds(1);
 constexpr absl::Duration kFirstBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
-
-bool Execute(PGconn* connection, const std::string& sql) {
-  PGresult* result = PQexec(connection, sql.c_str());
-  const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
-  PQclear(result);
-  return ok;
-}
 
 }  // namespace
 
@@ -149,8 +143,9 @@ bool QueueListener::SyncChannels(absl::flat_hash_set<std::string>& listened,
   }
   for (const std::string& channel : wanted) {
     if (listened.contains(channel)) continue;
-    if (!Execute(connection_.get(),
-                 StrCat("LISTEN ", QuoteIdentifier(channel)))) {
+    if (!Execute(connection_.get(), StrCat("LISTEN ", QuoteIdentifier(channel)),
+                 "listen")
+             .ok()) {
       return false;
     }
     listened.insert(channel);
@@ -162,7 +157,8 @@ bool QueueListener::SyncChannels(absl::flat_hash_set<std::string>& listened,
   }
   for (const std::string& channel : stale) {
     if (!Execute(connection_.get(),
-                 StrCat("UNLISTEN ", QuoteIdentifier(channel)))) {
+                 StrCat("UNLISTEN ", QuoteIdentifier(channel)), "unlisten")
+             .ok()) {
       return false;
     }
     listened.erase(channel);

@@ -1,5 +1,6 @@
 #include "pg_status.h"
 
+#include "absl/strings/cord.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -54,10 +55,13 @@ absl::Status ConnectionLost(PGconn* connection, std::string_view operation) {
              "; retry later"));
 }
 
-absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
-                              const StatementContext& context) {
-  std::string_view state =
-      result != nullptr ? Field(result, PG_DIAG_SQLSTATE) : std::string_view();
+namespace {
+
+constexpr char kSqlstatePayload[] = "type.sluice/postgres.sqlstate";
+
+absl::Status StatusFor(const PGresult* result, PGconn* connection,
+                       const StatementContext& context,
+                       std::string_view state) {
   if (state.empty() || PQstatus(connection) == CONNECTION_BAD) {
     if (state.empty() || state.starts_with("08") || state.starts_with("57")) {
       return ConnectionLost(connection, context.operation);
@@ -83,6 +87,25 @@ absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
     StrAppend(&message, "; retry the transaction");
   }
   return absl::Status(code, message);
+}
+
+}  // namespace
+
+absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
+                              const StatementContext& context) {
+  std::string_view state =
+      result != nullptr ? Field(result, PG_DIAG_SQLSTATE) : std::string_view();
+  absl::Status status = StatusFor(result, connection, context, state);
+  if (!state.empty()) {
+    status.SetPayload(kSqlstatePayload, absl::Cord(absl::string_view(
+                                            state.data(), state.size())));
+  }
+  return status;
+}
+
+std::string SqlstateOf(const absl::Status& status) {
+  auto state = status.GetPayload(kSqlstatePayload);  // absl::optional
+  return state.has_value() ? std::string(*state) : std::string();
 }
 
 }  // namespace sluice::postgres_internal

@@ -39,6 +39,11 @@ absl::StatusCode CodeForSqlstate(std::string_view state);
 absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
                               const StatementContext& context);
 
+// The SQLSTATE that a status from StatusFromResult carries ("" for none),
+// for callers that must tell apart failures sharing a code (55006 object in
+// use is kInternal like most).
+std::string SqlstateOf(const absl::Status& status);
+
 // kUnavailable naming the operation and libpq's message.
 absl::Status ConnectionLost(PGconn* connection, std::string_view operation);
 
