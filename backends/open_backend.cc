@@ -2,6 +2,7 @@
 #include "sluice/backends.h"
 #include "sluice/internal/strings.h"
 #include "sluice/postgres.h"
+#include "sluice/redact_url.h"
 #include "sqlite_backend.h"
 
 namespace sluice {
@@ -25,7 +26,7 @@ absl::StatusOr<std::unique_ptr<Backend>> OpenBackend(std::string_view url) {
     return OpenPostgres(std::string(url));
   }
   return absl::InvalidArgumentError(StrCat(
-      "backend URL \"", url,
+      "backend URL \"", RedactUrl(url),
       "\" is not recognized; use memory:, sqlite:PATH or postgres://..."));
 }
 

@@ -3,43 +3,30 @@
 #include <libpq-fe.h>
 #include <poll.h>
 
-#include <memory>
+#include <algorithm>
 
 #include "absl/time/clock.h"
+#include "pg_session.h"
 #include "sluice/postgres.h"
 
 namespace sluice::bench {
 namespace {
 
-struct ConnectionCloser {
-  void operator()(PGconn* c) const { PQfinish(c); }
-};
-using Connection = std::unique_ptr<PGconn, ConnectionCloser>;
+using postgres_internal::Session;
 
-absl::StatusOr<Connection> Connect(const std::string& url) {
-  Connection c(PQconnectdb(url.c_str()));
-  if (PQstatus(c.get()) != CONNECTION_OK) {
-    return absl::UnavailableError("bench: cannot connect to " + url + ": " +
-                                  PQerrorMessage(c.get()));
-  }
-  return c;
+absl::StatusOr<Session> Connect(const std::string& url) {
+  return Session::Open(url);
 }
 
-// Runs `sql` and returns its result; fails unless it returned rows or OK.
-absl::StatusOr<std::unique_ptr<PGresult, void (*)(PGresult*)>> Run(
-    PGconn* c, const std::string& sql) {
-  std::unique_ptr<PGresult, void (*)(PGresult*)> r(PQexec(c, sql.c_str()),
-                                                   PQclear);
-  ExecStatusType status = PQresultStatus(r.get());
-  if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-    return absl::InternalError("bench SQL failed (" + sql +
-                               "): " + PQerrorMessage(c));
-  }
-  return r;
+// Runs one statement and returns its result.
+absl::StatusOr<postgres_internal::Result> Run(PGconn* c,
+                                              const std::string& sql) {
+  return postgres_internal::Query(c, sql, {}, "bench");
 }
 
+// Runs `sql`, which may hold several statements.
 absl::Status Exec(PGconn* c, const std::string& sql) {
-  return Run(c, sql).status();
+  return postgres_internal::Execute(c, sql, "bench");
 }
 
 // libpq URLs may name the database again in the query string; the last
@@ -57,7 +44,7 @@ bool IsPostgresUrl(const std::string& url) {
 
 absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& url,
                                                   const std::string& name) {
-  absl::StatusOr<Connection> admin = Connect(url);
+  absl::StatusOr<Session> admin = Connect(url);
   if (!admin.ok()) return admin.status();
   if (absl::Status s = Exec(
           admin->get(), "DROP DATABASE IF EXISTS " + name + " WITH (FORCE)");
@@ -73,7 +60,7 @@ absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& url,
 }
 
 absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
-  absl::StatusOr<Connection> c = Connect(url);
+  absl::StatusOr<Session> c = Connect(url);
   if (!c.ok()) return c.status();
   PGconn* db = c->get();
   for (const char* sql :
@@ -126,9 +113,9 @@ absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
 
 absl::StatusOr<std::vector<absl::Duration>> PostgresNotifyBaseline(
     const std::string& url, int samples) {
-  absl::StatusOr<Connection> listener = Connect(url);
+  absl::StatusOr<Session> listener = Connect(url);
   if (!listener.ok()) return listener.status();
-  absl::StatusOr<Connection> sender = Connect(url);
+  absl::StatusOr<Session> sender = Connect(url);
   if (!sender.ok()) return sender.status();
   PGconn* l = listener->get();
   PGconn* s = sender->get();

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # A throwaway PostgreSQL 15 cluster for the tests: initdb into a temporary
 # directory, a private port, and a Unix socket in that directory only (no
-# TCP). Prints the libpq URL.
+# TCP). Prints the libpq URL. Authentication is trust, except for the role
+# sluice_password_test, which must give its password.
 #
 #   scripts/pg_cluster.sh start DIR PORT   -> prints postgresql:///postgres?host=DIR&port=PORT&user=postgres
 #   scripts/pg_cluster.sh stop DIR
@@ -44,6 +45,10 @@ case "$command" in
       tail -n 30 "$dir/initdb.log" >&2
       exit 1
     fi
+    # Every local user is trusted except one role that must give a password,
+    # so the tests can check how a wrong password is reported.
+    hba="$dir/data/pg_hba.conf"
+    as_owner sh -c "{ echo 'local all sluice_password_test scram-sha-256'; cat '$hba'; } >'$hba.new' && mv '$hba.new' '$hba'"
     durability="-c fsync=on"
     if [ "${SLUICE_PG_FAST:-0}" = "1" ]; then
       durability="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"

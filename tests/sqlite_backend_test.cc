@@ -1,8 +1,9 @@
 // SQLite-only behaviour of the SQLite backend: the schema and its version,
-// WAL, busy handling, durability across reopen, corruption reporting, and
-// several threads and processes sharing one file. Batches, Fields and
-// retention are in sqlite_backend_batches_test.cc, query plans in
-// sqlite_backend_plans_test.cc. The behaviour every backend shares is in
+// WAL, busy handling, durability across reopen, and several threads and
+// processes sharing one file. Batches, Fields and retention are in
+// sqlite_backend_batches_test.cc, query plans in
+// sqlite_backend_plans_test.cc, files that are damaged, full or read-only
+// in sqlite_backend_faults_test.cc. The behaviour every backend shares is in
 // backend_contract_test.cc.
 #include "sqlite_backend.h"
 
@@ -13,7 +14,6 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <memory>
 #include <optional>
 #include <string>
@@ -110,16 +110,6 @@ TEST_F(SqliteBackendTest, Open_AnotherApplicationsDatabase_IsRefused) {
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(RawDatabase(path()).Rows("SELECT name FROM sqlite_schema"),
               ElementsAre("invoices"));
-}
-
-TEST_F(SqliteBackendTest, Open_FileThatIsNotADatabase_IsInternal) {
-  std::ofstream(path()) << std::string(8192, 'x');
-
-  absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
-      SqliteBackend::Open(path());
-
-  EXPECT_EQ(backend.status().code(), absl::StatusCode::kInternal);
-  EXPECT_THAT(backend.status().message(), HasSubstr(path()));
 }
 
 // Reads `sql`'s first value from the main database file alone, as if the
@@ -314,11 +304,13 @@ TEST(SqliteStatusTest, ResultCodes_MapToRetryMeaning) {
   EXPECT_EQ(StatusFromSqlite(SQLITE_CORRUPT, nullptr, "op").code(),
             absl::StatusCode::kInternal);
   EXPECT_EQ(StatusFromSqlite(SQLITE_NOTADB, nullptr, "op").code(),
-            absl::StatusCode::kInternal);
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(StatusFromSqlite(SQLITE_IOERR_WRITE, nullptr, "op").code(),
             absl::StatusCode::kUnavailable);
   EXPECT_EQ(StatusFromSqlite(SQLITE_FULL, nullptr, "op").code(),
-            absl::StatusCode::kUnavailable);
+            absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(StatusFromSqlite(SQLITE_READONLY, nullptr, "op").code(),
+            absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(StatusFromSqlite(SQLITE_FULL, nullptr, "InsertTasks").message(),
               HasSubstr("InsertTasks"));
 }

@@ -22,6 +22,7 @@
 #include "sluice/engine.h"
 #include "sluice/internal/strings.h"
 #include "sluice/postgres.h"
+#include "sluice/redact_url.h"
 
 namespace sluice {
 namespace {
@@ -105,7 +106,8 @@ int Demo(const Args& args) {
   if (!backend.ok()) return Fail(backend.status());
   absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(**backend);
   if (!engine.ok()) return Fail(engine.status());
-  std::printf("Sluice demo: flow \"word_stats\" on %s\n", url.c_str());
+  std::printf("Sluice demo: flow \"word_stats\" on %s\n",
+              RedactUrl(url).c_str());
 
   // Events arrive on the thread that commits them, so the subscriber only
   // prints and records; it never waits.

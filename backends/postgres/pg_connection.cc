@@ -5,6 +5,8 @@
 #include <charconv>
 #include <utility>
 
+#include "pg_session.h"
+#include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -31,46 +33,37 @@ int64_t Result::affected() const {
 }
 
 absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
-    const std::string& url) {
-  PGconn* raw = PQconnectdb(url.c_str());
-  if (raw == nullptr) {
-    return absl::ResourceExhaustedError(
-        "libpq could not allocate a connection");
+    const std::string& url, const PostgresOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(ConnectionHandle handle, Connect(url, options));
+  PGconn* raw = handle.get();
+  std::string setup = kSessionSetup;
+  if (std::string timeout = StatementTimeoutSql(raw, options);
+      !timeout.empty()) {
+    StrAppend(&setup, "; ", timeout);
   }
-  std::unique_ptr<Connection> connection(new Connection(raw));
-  if (PQstatus(raw) != CONNECTION_OK) {
-    return ConnectionLost(raw, "connect");
-  }
-  // Notices (a ROLLBACK with nothing to roll back warns) are not errors.
-  PQsetNoticeProcessor(
-      raw, [](void*, const char*) {}, nullptr);
-  Result setup(PQexec(raw, kSessionSetup));
-  if (PQresultStatus(setup.get()) != PGRES_COMMAND_OK) {
-    return StatusFromResult(setup.get(), raw, {"connect"});
-  }
+  SLUICE_RETURN_IF_ERROR(Execute(raw, setup, "connect"));
   if (PQenterPipelineMode(raw) != 1) {
     return absl::InternalError(StrCat(
         "postgres connect: can't enter pipeline mode: ", PQerrorMessage(raw)));
   }
-  return connection;
+  return std::unique_ptr<Connection>(new Connection(std::move(handle)));
 }
 
-Connection::~Connection() { PQfinish(connection_); }
+Connection::~Connection() = default;
 
 bool Connection::CheckAlive() {
-  if (broken_ || PQstatus(connection_) != CONNECTION_OK) return false;
-  pollfd socket{PQsocket(connection_), POLLIN, 0};
+  if (broken_ || PQstatus(handle()) != CONNECTION_OK) return false;
+  pollfd socket{PQsocket(handle()), POLLIN, 0};
   if (socket.fd < 0) return false;
   // An idle connection receives nothing unless the server is going away
   // (a FATAL message, then end of file).
   if (poll(&socket, 1, 0) > 0) {
-    if (PQconsumeInput(connection_) == 0 ||
-        PQstatus(connection_) != CONNECTION_OK) {
+    if (PQconsumeInput(handle()) == 0 || PQstatus(handle()) != CONNECTION_OK) {
       return false;
     }
     socket.revents = 0;
-    if (poll(&socket, 1, 0) > 0 && (PQconsumeInput(connection_) == 0 ||
-                                    PQstatus(connection_) != CONNECTION_OK)) {
+    if (poll(&socket, 1, 0) > 0 && (PQconsumeInput(handle()) == 0 ||
+                                    PQstatus(handle()) != CONNECTION_OK)) {
       return false;
     }
   }
@@ -83,7 +76,7 @@ void Connection::Fail(absl::Status status) {
 
 void Connection::MarkBroken(std::string_view operation) {
   broken_ = true;
-  Fail(ConnectionLost(connection_, operation));
+  Fail(ConnectionLost(handle(), operation));
 }
 
 const std::string& Connection::PreparedName(std::string_view sql,
@@ -91,7 +84,7 @@ const std::string& Connection::PreparedName(std::string_view sql,
   auto [it, inserted] = prepared_.try_emplace(std::string(sql));
   if (!inserted) return it->second;
   it->second = StrCat("sluice_", ++next_statement_);
-  if (PQsendPrepare(connection_, it->second.c_str(), it->first.c_str(), 0,
+  if (PQsendPrepare(handle(), it->second.c_str(), it->first.c_str(), 0,
                     nullptr) != 1) {
     MarkBroken(context.operation);
   } else {
@@ -105,7 +98,7 @@ void Connection::Send(std::string_view sql, const Params& params,
   if (broken_) return;
   const std::string& name = PreparedName(sql, context);
   if (broken_) return;
-  if (PQsendQueryPrepared(connection_, name.c_str(), params.size(),
+  if (PQsendQueryPrepared(handle(), name.c_str(), params.size(),
                           params.Pointers(), nullptr, nullptr, 0) != 1) {
     MarkBroken(context.operation);
     return;
@@ -116,7 +109,7 @@ void Connection::Send(std::string_view sql, const Params& params,
 void Connection::SendControl(std::string_view sql, StatementContext context) {
   if (broken_) return;
   std::string text(sql);
-  if (PQsendQueryParams(connection_, text.c_str(), 0, nullptr, nullptr, nullptr,
+  if (PQsendQueryParams(handle(), text.c_str(), 0, nullptr, nullptr, nullptr,
                         nullptr, 0) != 1) {
     MarkBroken(context.operation);
     return;
@@ -126,7 +119,7 @@ void Connection::SendControl(std::string_view sql, StatementContext context) {
 
 void Connection::Sync() {
   if (broken_) return;
-  if (PQpipelineSync(connection_) != 1) {
+  if (PQpipelineSync(handle()) != 1) {
     MarkBroken("sync");
     return;
   }
@@ -195,7 +188,7 @@ absl::Status Connection::ReadPending(Result* wanted) {
 }
 
 absl::Status Connection::ReadOne(const Pending& pending, Result* wanted) {
-  Result result(PQgetResult(connection_));
+  Result result(PQgetResult(handle()));
   if (result.get() == nullptr) {
     MarkBroken(pending.context.operation);
     return absl::OkStatus();
@@ -204,16 +197,16 @@ absl::Status Connection::ReadOne(const Pending& pending, Result* wanted) {
   if (pending.kind == Kind::kSync) {
     if (status == PGRES_PIPELINE_SYNC) return absl::OkStatus();
     broken_ = true;  // out of step with the server: never reuse
-    if (PQstatus(connection_) == CONNECTION_BAD) {
-      return ConnectionLost(connection_, "sync");
+    if (PQstatus(handle()) == CONNECTION_BAD) {
+      return ConnectionLost(handle(), "sync");
     }
-    return StatusFromResult(result.get(), connection_, {"sync"});
+    return StatusFromResult(result.get(), handle(), {"sync"});
   }
   // A statement's results end with a null.
-  if (Result end(PQgetResult(connection_)); end.get() != nullptr) {
+  if (Result end(PQgetResult(handle())); end.get() != nullptr) {
     broken_ = true;
-    if (PQstatus(connection_) == CONNECTION_BAD) {
-      return ConnectionLost(connection_, pending.context.operation);
+    if (PQstatus(handle()) == CONNECTION_BAD) {
+      return ConnectionLost(handle(), pending.context.operation);
     }
   }
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
@@ -221,13 +214,13 @@ absl::Status Connection::ReadOne(const Pending& pending, Result* wanted) {
     return absl::OkStatus();
   }
   if (pending.kind == Kind::kPrepare) prepared_.erase(pending.sql);
-  if (PQstatus(connection_) == CONNECTION_BAD) broken_ = true;
+  if (PQstatus(handle()) == CONNECTION_BAD) broken_ = true;
   if (status == PGRES_PIPELINE_ABORTED) {
     // Skipped after an earlier failure, which was reported first.
     return absl::AbortedError(StrCat("postgres ", pending.context.operation,
                                      ": skipped after an earlier failure"));
   }
-  return StatusFromResult(result.get(), connection_, pending.context);
+  return StatusFromResult(result.get(), handle(), pending.context);
 }
 
 }  // namespace sluice::postgres_internal

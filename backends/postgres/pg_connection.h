@@ -29,13 +29,16 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pg_connect.h"
 #include "pg_queue_sql.h"
 #include "pg_status.h"
 #include "pg_values.h"
+#include "sluice/postgres.h"
 
 namespace sluice::postgres_internal {
 
@@ -64,10 +67,11 @@ class Result {
 
 class Connection {
  public:
-  // Connects, sets the session (UTC, ISO dates, UTF8) and enters pipeline
-  // mode. kUnavailable if the server can't be reached.
+  // Connects (pg_connect.h), sets the session (UTC, ISO dates, UTF8, the
+  // statement timeout) and enters pipeline mode. kUnavailable if the server
+  // can't be reached or doesn't answer in time.
   static absl::StatusOr<std::unique_ptr<Connection>> Open(
-      const std::string& url);
+      const std::string& url, const PostgresOptions& options);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -110,7 +114,8 @@ class Connection {
     bool wanted = false;  // kStatement: the result Query() returns
   };
 
-  explicit Connection(PGconn* connection) : connection_(connection) {}
+  explicit Connection(ConnectionHandle connection)
+      : connection_(std::move(connection)) {}
   // The prepared statement's name for `sql`, queuing its PREPARE first if
   // this connection hasn't seen it.
   const std::string& PreparedName(std::string_view sql,
@@ -123,7 +128,9 @@ class Connection {
   void MarkBroken(std::string_view operation);
   void Fail(absl::Status status);
 
-  PGconn* connection_;
+  PGconn* handle() const { return connection_.get(); }
+
+  ConnectionHandle connection_;
   bool broken_ = false;
   absl::Status failure_;  // the first failure not yet reported
   std::deque<Pending> pending_;

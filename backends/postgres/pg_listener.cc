@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "pg_queue_sql.h"
+#include "pg_session.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -16,13 +17,6 @@ namespace {
 constexpr absl::Duration kPollInterval = absl::Seconds(1);
 constexpr absl::Duration kFirstBackoff = absl::Milliseconds(100);
 constexpr absl::Duration kMaxBackoff = absl::Seconds(5);
-
-bool Execute(PGconn* connection, const std::string& sql) {
-  PGresult* result = PQexec(connection, sql.c_str());
-  const bool ok = PQresultStatus(result) == PGRES_COMMAND_OK;
-  PQclear(result);
-  return ok;
-}
 
 }  // namespace
 
@@ -37,7 +31,8 @@ class QueueListener::WatchHandle : public QueueWatch {
   const uint64_t id_;
 };
 
-QueueListener::QueueListener(std::string url) : url_(std::move(url)) {
+QueueListener::QueueListener(std::string url, const PostgresOptions& options)
+    : url_(std::move(url)), options_(options) {
   if (pipe2(wake_pipe_, O_NONBLOCK | O_CLOEXEC) != 0) {
     wake_pipe_[0] = wake_pipe_[1] = -1;
   }
@@ -93,10 +88,7 @@ void QueueListener::WaitForWake(absl::Duration timeout) {
   }
 }
 
-void QueueListener::Disconnect() {
-  if (connection_ != nullptr) PQfinish(connection_);
-  connection_ = nullptr;
-}
+void QueueListener::Disconnect() { connection_.reset(); }
 
 void QueueListener::Run() {
   absl::Duration backoff = kFirstBackoff;
@@ -108,13 +100,13 @@ void QueueListener::Run() {
       if (stopping_) return;
     }
     if (connection_ == nullptr) {
-      connection_ = PQconnectdb(url_.c_str());
-      if (PQstatus(connection_) != CONNECTION_OK) {
-        Disconnect();
+      absl::StatusOr<ConnectionHandle> connected = Connect(url_, options_);
+      if (!connected.ok()) {
         WaitForWake(backoff);
         backoff = std::min(backoff * 2, kMaxBackoff);
         continue;
       }
+      connection_ = std::move(*connected);
       backoff = kFirstBackoff;
       listened.clear();
       poke_everyone = true;  // messages may have arrived while away
@@ -130,7 +122,7 @@ void QueueListener::Run() {
     poke_everyone = false;
     fired.clear();
 
-    pollfd fds[2] = {{PQsocket(connection_), POLLIN, 0},
+    pollfd fds[2] = {{PQsocket(connection_.get()), POLLIN, 0},
                      {wake_pipe_[0], POLLIN, 0}};
     poll(fds, 2, static_cast<int>(absl::ToInt64Milliseconds(kPollInterval)));
     if (fds[1].revents != 0) WaitForWake(absl::ZeroDuration());
@@ -151,7 +143,9 @@ bool QueueListener::SyncChannels(absl::flat_hash_set<std::string>& listened,
   }
   for (const std::string& channel : wanted) {
     if (listened.contains(channel)) continue;
-    if (!Execute(connection_, StrCat("LISTEN ", QuoteIdentifier(channel)))) {
+    if (!Execute(connection_.get(), StrCat("LISTEN ", QuoteIdentifier(channel)),
+                 "listen")
+             .ok()) {
       return false;
     }
     listened.insert(channel);
@@ -162,7 +156,9 @@ bool QueueListener::SyncChannels(absl::flat_hash_set<std::string>& listened,
     if (!wanted.contains(channel)) stale.push_back(channel);
   }
   for (const std::string& channel : stale) {
-    if (!Execute(connection_, StrCat("UNLISTEN ", QuoteIdentifier(channel)))) {
+    if (!Execute(connection_.get(),
+                 StrCat("UNLISTEN ", QuoteIdentifier(channel)), "unlisten")
+             .ok()) {
       return false;
     }
     listened.erase(channel);
@@ -171,11 +167,11 @@ bool QueueListener::SyncChannels(absl::flat_hash_set<std::string>& listened,
 }
 
 bool QueueListener::ReadNotifications(absl::flat_hash_set<std::string>& fired) {
-  if (PQconsumeInput(connection_) == 0 ||
-      PQstatus(connection_) != CONNECTION_OK) {
+  if (PQconsumeInput(connection_.get()) == 0 ||
+      PQstatus(connection_.get()) != CONNECTION_OK) {
     return false;
   }
-  while (PGnotify* notify = PQnotifies(connection_)) {
+  while (PGnotify* notify = PQnotifies(connection_.get())) {
     fired.insert(notify->relname);
     PQfreemem(notify);
   }

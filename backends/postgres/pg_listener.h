@@ -6,7 +6,9 @@
 // transaction. Each backend has one listener: a dedicated connection, made
 // when the first watch arrives, and a thread that waits on its socket (with
 // a timeout, so it can stop) and pokes the watchers of each channel that
-// fired. When the connection is lost the thread reconnects with backoff
+// fired. Connecting waits at most the connect timeout (pg_connect.h), which
+// is also how long destroying the listener may wait for a connect in
+// progress. When the connection is lost the thread reconnects with backoff
 // (0.1 s doubling to 5 s), LISTENs again and pokes every watcher once,
 // since messages may have arrived meanwhile; a newly LISTENed channel's
 // watchers are poked once too. Pokes are hints: workers still poll.
@@ -30,13 +32,15 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/synchronization/mutex.h"
+#include "pg_connect.h"
 #include "sluice/backend.h"
+#include "sluice/postgres.h"
 
 namespace sluice::postgres_internal {
 
 class QueueListener {
  public:
-  explicit QueueListener(std::string url);
+  QueueListener(std::string url, const PostgresOptions& options);
   // Stops the thread and closes the connection. Every watch must be gone.
   ~QueueListener();
   QueueListener(const QueueListener&) = delete;
@@ -70,8 +74,9 @@ class QueueListener {
   void WaitForWake(absl::Duration timeout);
 
   const std::string url_;
+  const PostgresOptions options_;
   int wake_pipe_[2] = {-1, -1};
-  PGconn* connection_ = nullptr;  // used only by the thread
+  ConnectionHandle connection_{nullptr, &PQfinish};  // only the thread's
 
   absl::Mutex poke_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;

@@ -30,7 +30,7 @@ absl::StatusOr<std::unique_ptr<Connection>> ConnectionPool::Acquire() {
     }
     if (connection == nullptr) {
       absl::StatusOr<std::unique_ptr<Connection>> opened =
-          Connection::Open(url_);
+          Connection::Open(url_, options_);
       if (!opened.ok()) {
         absl::MutexLock lock(&mu_);
         --open_;

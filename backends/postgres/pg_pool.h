@@ -16,15 +16,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "pg_connection.h"
+#include "sluice/postgres.h"
 
 namespace sluice::postgres_internal {
 
 class ConnectionPool {
  public:
-  ConnectionPool(std::string url, int size, absl::Duration acquire_timeout)
+  ConnectionPool(std::string url, const PostgresOptions& options)
       : url_(std::move(url)),
-        size_(size < 1 ? 1 : size),
-        acquire_timeout_(acquire_timeout) {}
+        options_(options),
+        size_(options.pool_size < 1 ? 1 : options.pool_size),
+        acquire_timeout_(options.acquire_timeout) {}
 
   // A healthy connection with nothing pending: an idle one, or a new one
   // while fewer than `size` are open. Waits up to the acquire timeout for
@@ -35,6 +37,7 @@ class ConnectionPool {
 
  private:
   const std::string url_;
+  const PostgresOptions options_;
   const int size_;
   const absl::Duration acquire_timeout_;
   absl::Mutex mu_;

@@ -6,36 +6,38 @@
 
 namespace sluice::postgres_internal {
 
-absl::StatusOr<Session> Session::Open(const std::string& url) {
-  Session session(PQconnectdb(url.c_str()));
-  if (session.get() == nullptr || PQstatus(session.get()) != CONNECTION_OK) {
-    return ConnectionLost(session.get(), "connect");
-  }
-  PQsetNoticeProcessor(
-      session.get(), [](void*, const char*) {}, nullptr);
-  return session;
+absl::StatusOr<Session> Session::Open(const std::string& url,
+                                      const PostgresOptions& options) {
+  SLUICE_ASSIGN_OR_RETURN(ConnectionHandle connection, Connect(url, options));
+  return Session(std::move(connection));
 }
 
-absl::Status Session::Execute(std::string_view sql, std::string_view what) {
-  Result result(PQexec(get(), std::string(sql).c_str()));
+namespace {
+
+bool Succeeded(const Result& result) {
   const ExecStatusType status = PQresultStatus(result.get());
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
-    return absl::OkStatus();
-  }
-  return StatusFromResult(result.get(), get(), {std::string(what), {}});
+  return status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
 }
 
-absl::StatusOr<Result> Session::Query(std::string_view sql,
-                                      const std::vector<std::string>& params,
-                                      std::string_view what) {
+}  // namespace
+
+absl::Status Execute(PGconn* connection, std::string_view sql,
+                     std::string_view what) {
+  Result result(PQexec(connection, std::string(sql).c_str()));
+  if (Succeeded(result)) return absl::OkStatus();
+  return StatusFromResult(result.get(), connection, {std::string(what), {}});
+}
+
+absl::StatusOr<Result> Query(PGconn* connection, std::string_view sql,
+                             const std::vector<std::string>& params,
+                             std::string_view what) {
   std::vector<const char*> values;
   for (const std::string& param : params) values.push_back(param.c_str());
-  Result result(PQexecParams(get(), std::string(sql).c_str(),
+  Result result(PQexecParams(connection, std::string(sql).c_str(),
                              static_cast<int>(values.size()), nullptr,
                              values.data(), nullptr, nullptr, 0));
-  const ExecStatusType status = PQresultStatus(result.get());
-  if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) return result;
-  return StatusFromResult(result.get(), get(), {std::string(what), {}});
+  if (Succeeded(result)) return result;
+  return StatusFromResult(result.get(), connection, {std::string(what), {}});
 }
 
 absl::StatusOr<std::string> Session::QueryText(

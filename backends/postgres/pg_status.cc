@@ -1,25 +1,10 @@
 #include "pg_status.h"
 
+#include "absl/strings/cord.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
 namespace {
-
-absl::StatusCode CodeFor(std::string_view state, bool on_queue) {
-  if (state == "40001" || state == "40P01" || state == "55P03") {
-    return absl::StatusCode::kAborted;
-  }
-  if (state.starts_with("08") || state == "57P01" || state == "57P02" ||
-      state == "57P03") {
-    return absl::StatusCode::kUnavailable;
-  }
-  if (state == "23505") return absl::StatusCode::kAlreadyExists;
-  if (state == "23503" || state == "P0002") return absl::StatusCode::kNotFound;
-  if (state == "42P01" && on_queue) return absl::StatusCode::kNotFound;
-  if (state == "22003") return absl::StatusCode::kOutOfRange;
-  if (state == "42501") return absl::StatusCode::kPermissionDenied;
-  return absl::StatusCode::kInternal;
-}
 
 std::string_view Field(const PGresult* result, int field) {
   const char* value = PQresultErrorField(result, field);
@@ -35,6 +20,32 @@ std::string_view TrimNewline(std::string_view text) {
 
 }  // namespace
 
+absl::StatusCode CodeForSqlstate(std::string_view state) {
+  if (state == "40001" || state == "40P01" || state == "55P03") {
+    return absl::StatusCode::kAborted;
+  }
+  // Connection failures, a server shutting down or starting up, and too
+  // many connections all pass.
+  if (state.starts_with("08") || state == "57P01" || state == "57P02" ||
+      state == "57P03" || state == "53300") {
+    return absl::StatusCode::kUnavailable;
+  }
+  if (state == "23505") return absl::StatusCode::kAlreadyExists;
+  // 3D000: the URL names a database that does not exist.
+  if (state == "23503" || state == "P0002" || state == "3D000") {
+    return absl::StatusCode::kNotFound;
+  }
+  if (state == "22003") return absl::StatusCode::kOutOfRange;
+  // Class 28 (28P01 wrong password, 28000 unknown role or no pg_hba.conf
+  // entry): retrying with the same URL can't help.
+  if (state == "42501" || state.starts_with("28")) {
+    return absl::StatusCode::kPermissionDenied;
+  }
+  // query_canceled: the statement timeout (PostgresOptions) expired.
+  if (state == "57014") return absl::StatusCode::kDeadlineExceeded;
+  return absl::StatusCode::kInternal;
+}
+
 absl::Status ConnectionLost(PGconn* connection, std::string_view operation) {
   std::string_view message =
       connection != nullptr ? TrimNewline(PQerrorMessage(connection)) : "";
@@ -44,18 +55,20 @@ absl::Status ConnectionLost(PGconn* connection, std::string_view operation) {
              "; retry later"));
 }
 
-absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
-                              const StatementContext& context) {
-  std::string_view state =
-      result != nullptr ? Field(result, PG_DIAG_SQLSTATE) : std::string_view();
+namespace {
+
+constexpr char kSqlstatePayload[] = "type.sluice/postgres.sqlstate";
+
+absl::Status StatusFor(const PGresult* result, PGconn* connection,
+                       const StatementContext& context,
+                       std::string_view state) {
   if (state.empty() || PQstatus(connection) == CONNECTION_BAD) {
     if (state.empty() || state.starts_with("08") || state.starts_with("57")) {
       return ConnectionLost(connection, context.operation);
     }
   }
-  const bool on_queue = !context.queue.empty();
-  absl::StatusCode code = CodeFor(state, on_queue);
-  if (state == "42P01" && on_queue) {
+  const absl::StatusCode code = CodeForSqlstate(state);
+  if (state == "42P01" && !context.queue.empty()) {
     return absl::NotFoundError(StrCat(context.operation, ": queue \"",
                                       context.queue, "\" does not exist"));
   }
@@ -74,6 +87,25 @@ absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
     StrAppend(&message, "; retry the transaction");
   }
   return absl::Status(code, message);
+}
+
+}  // namespace
+
+absl::Status StatusFromResult(const PGresult* result, PGconn* connection,
+                              const StatementContext& context) {
+  std::string_view state =
+      result != nullptr ? Field(result, PG_DIAG_SQLSTATE) : std::string_view();
+  absl::Status status = StatusFor(result, connection, context, state);
+  if (!state.empty()) {
+    status.SetPayload(kSqlstatePayload, absl::Cord(absl::string_view(
+                                            state.data(), state.size())));
+  }
+  return status;
+}
+
+std::string SqlstateOf(const absl::Status& status) {
+  auto state = status.GetPayload(kSqlstatePayload);  // absl::optional
+  return state.has_value() ? std::string(*state) : std::string();
 }
 
 }  // namespace sluice::postgres_internal

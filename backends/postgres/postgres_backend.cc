@@ -10,9 +10,10 @@ namespace sluice {
 namespace {
 
 // kFailedPrecondition unless the database has exactly this build's schema.
-absl::Status CheckSchemaVersion(const std::string& url) {
+absl::Status CheckSchemaVersion(const std::string& url,
+                                const PostgresOptions& options) {
   SLUICE_ASSIGN_OR_RETURN(postgres_internal::Session session,
-                          postgres_internal::Session::Open(url));
+                          postgres_internal::Session::Open(url, options));
   SLUICE_ASSIGN_OR_RETURN(int installed,
                           postgres_internal::InstalledSchemaVersion(session));
   const int latest = LatestPostgresSchemaVersion();
@@ -42,13 +43,13 @@ absl::Status CheckSchemaVersion(const std::string& url) {
 
 PostgresBackend::PostgresBackend(const std::string& url,
                                  const PostgresOptions& options)
-    : pool_(url, options.pool_size, options.acquire_timeout), listener_(url) {}
+    : pool_(url, options), listener_(url, options) {}
 
 PostgresBackend::~PostgresBackend() = default;
 
 absl::StatusOr<std::unique_ptr<PostgresBackend>> PostgresBackend::Open(
     const std::string& url, const PostgresOptions& options) {
-  SLUICE_RETURN_IF_ERROR(CheckSchemaVersion(url));
+  SLUICE_RETURN_IF_ERROR(CheckSchemaVersion(url, options));
   return std::unique_ptr<PostgresBackend>(new PostgresBackend(url, options));
 }
 

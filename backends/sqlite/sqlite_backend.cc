@@ -109,6 +109,11 @@ absl::Status Configure(SqliteBackend::Connection& connection,
       db,
       StrCat("PRAGMA wal_autocheckpoint = ", options.checkpoint_pages).c_str(),
       "set wal_autocheckpoint"));
+  if (options.max_pages > 0) {
+    SLUICE_RETURN_IF_ERROR(Execute(
+        db, StrCat("PRAGMA max_page_count = ", options.max_pages).c_str(),
+        "set max_page_count"));
+  }
   return Execute(db,
                  options.synchronous_full ? "PRAGMA synchronous = FULL"
                                           : "PRAGMA synchronous = NORMAL",
@@ -138,6 +143,13 @@ absl::StatusOr<std::unique_ptr<SqliteBackend>> SqliteBackend::Open(
   auto connection = std::make_unique<Connection>(db, options.busy_timeout);
   if (result != SQLITE_OK) {
     return naming_file(StatusFromSqlite(result, db, "open"));
+  }
+  // SQLite quietly opens a file it may not write read-only; every write
+  // would fail later, so say so now.
+  if (sqlite3_db_readonly(db, "main") == 1) {
+    return naming_file(absl::FailedPreconditionError(
+        "the file is read-only to this process (its permissions, or a "
+        "read-only file system); Sluice must write it, so make it writable"));
   }
   absl::Status status = Configure(*connection, options);
   if (status.ok()) status = sqlite_internal::RegisterBoundRows(db);

@@ -14,6 +14,7 @@
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_
 #define SLUICE_BACKENDS_SQLITE_SQLITE_BACKEND_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +36,11 @@ struct SqliteOptions {
   // checkpoint). Larger means fewer pauses and a larger -wal file; SQLite's
   // own default is 1,000. 0 disables automatic checkpoints.
   int checkpoint_pages = 10'000;
+  // The most pages (4 KiB each) the database file may hold. A transaction
+  // that would grow it past them fails with kResourceExhausted and changes
+  // nothing, as on a full disk. 0: SQLite's own limit (about 4 billion
+  // pages).
+  int64_t max_pages = 0;
 };
 
 class SqliteBackend : public Backend {
@@ -43,7 +49,10 @@ class SqliteBackend : public Backend {
   static constexpr int kSchemaVersion = 1;
 
   // Opens (creating if needed) the database at `path`. Fails with
-  // kFailedPrecondition if the file holds a newer schema than this build.
+  // kFailedPrecondition, naming the file and changing nothing, if it is not
+  // an SQLite database, is read-only to this process, holds a newer schema
+  // than this build or another application's tables, or lacks tables or
+  // indexes of this build's schema.
   static absl::StatusOr<std::unique_ptr<SqliteBackend>> Open(
       const std::string& path, SqliteOptions options = {});
   ~SqliteBackend() override;

@@ -10,8 +10,10 @@ namespace sluice::sqlite_internal {
 
 // In one IMMEDIATE transaction: creates the schema in an empty database and
 // sets `PRAGMA user_version`, or checks that an existing database has this
-// build's version. kFailedPrecondition (naming both versions) for a newer
-// schema, and for a file that holds tables but no Sluice schema version.
+// build's version and every table and index of it. kFailedPrecondition
+// (naming both versions) for a newer schema, for a file that holds tables
+// but no Sluice schema version, and (naming them) for missing tables or
+// indexes; nothing is changed then.
 // REQUIRES: no transaction is open on `db`.
 absl::Status EnsureSchema(sqlite3* db);
 

@@ -7,12 +7,15 @@
 //   key, rowid)
 //   other SQLITE_CONSTRAINT            kInternal: the schema rejected a row the
 //                                      backend built (a backend bug)
-//   SQLITE_CORRUPT, SQLITE_NOTADB      kInternal: the file is damaged or is not
-//                                      a database
-//   SQLITE_IOERR, SQLITE_FULL,         kUnavailable: the disk or the file is in
-//   SQLITE_CANTOPEN, SQLITE_PROTOCOL   trouble; retry later
+//   SQLITE_CORRUPT                     kInternal: the file is damaged
+//   SQLITE_NOTADB                      kFailedPrecondition: the file is not a
+//                                      database; point at another file
+//   SQLITE_IOERR, SQLITE_CANTOPEN,     kUnavailable: the disk or the file is in
+//   SQLITE_PROTOCOL                    trouble; retry later
 //   SQLITE_READONLY, SQLITE_PERM,      kFailedPrecondition: fix the file's
 //   SQLITE_AUTH                        permissions first
+//   SQLITE_FULL                        kResourceExhausted: the disk is full or
+//                                      the file reached max_pages
 //   SQLITE_NOMEM                       kResourceExhausted
 //   SQLITE_TOOBIG                      kInvalidArgument
 //   SQLITE_INTERRUPT                   kCancelled
@@ -31,8 +34,9 @@ namespace sluice::sqlite_internal {
 
 // The status for the (extended) result `code` that `operation` (an
 // operation name such as "InsertTasks") got from SQLite. Adds SQLite's own
-// message for `db` when `db` is not null. SQLite's messages name tables and
-// columns, never bound values, so no payload reaches the status.
+// message for `db` when `db` is not null, and what to do for the codes an
+// operator fixes (full, read-only, not a database). SQLite's messages name
+// tables and columns, never bound values, so no payload reaches the status.
 absl::Status StatusFromSqlite(int code, sqlite3* db,
                               std::string_view operation);
 

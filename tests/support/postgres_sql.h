@@ -1,38 +1,56 @@
 // A test's own libpq connection, to look at a Postgres database from
 // outside the backend: pg_stat_activity, row counts, terminating sessions.
-// Failures are test failures (ADD_FAILURE), and queries return what they
-// could.
+// Statements run through the backend's plain-statement helpers
+// (pg_session.h). Failures are test failures (ADD_FAILURE), and queries
+// return what they could.
 #ifndef SLUICE_TESTS_SUPPORT_POSTGRES_SQL_H_
 #define SLUICE_TESTS_SUPPORT_POSTGRES_SQL_H_
 
 #include <libpq-fe.h>
 
 #include <cstdint>
-#include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "gtest/gtest.h"
+#include "pg_session.h"
 
 namespace sluice::testing {
+
+// Every value of `result` as text, row by row; NULL as nullopt.
+inline std::vector<std::vector<std::optional<std::string>>> TextRows(
+    const postgres_internal::Result& result) {
+  std::vector<std::vector<std::optional<std::string>>> rows;
+  for (int r = 0; r < result.rows(); ++r) {
+    std::vector<std::optional<std::string>> row;
+    for (int c = 0; c < PQnfields(result.get()); ++c) {
+      if (PQgetisnull(result.get(), r, c)) {
+        row.push_back(std::nullopt);
+      } else {
+        row.push_back(std::string(PQgetvalue(result.get(), r, c)));
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
 
 class SqlSession {
  public:
   // Fails the test and returns an unusable session if `url` can't be
   // reached; check ok().
   explicit SqlSession(const std::string& url)
-      : connection_(PQconnectdb(url.c_str()), &PQfinish) {
-    if (PQstatus(connection_.get()) != CONNECTION_OK) {
+      : session_(postgres_internal::Session::Open(url)) {
+    if (!session_.ok()) {
       ADD_FAILURE() << "cannot connect to the test database: "
-                    << PQerrorMessage(connection_.get());
-      return;
+                    << session_.status();
     }
-    PQsetNoticeProcessor(
-        connection_.get(), [](void*, const char*) {}, nullptr);
   }
 
-  bool ok() const { return PQstatus(connection_.get()) == CONNECTION_OK; }
+  bool ok() const { return session_.ok(); }
 
   // Every row of one statement, each value as text ("" for NULL). Values
   // are bound as text parameters $1, $2, ...
@@ -40,23 +58,19 @@ class SqlSession {
       const std::string& sql, const std::vector<std::string>& params = {}) {
     std::vector<std::vector<std::string>> rows;
     if (!ok()) return rows;
-    std::vector<const char*> values;
-    for (const std::string& p : params) values.push_back(p.c_str());
-    PGresult* result = PQexecParams(connection_.get(), sql.c_str(),
-                                    static_cast<int>(values.size()), nullptr,
-                                    values.data(), nullptr, nullptr, 0);
-    ExecStatusType status = PQresultStatus(result);
-    if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
-      ADD_FAILURE() << sql << ": " << PQresultErrorMessage(result);
+    absl::StatusOr<postgres_internal::Result> result =
+        session_->Query(sql, params, "test query");
+    if (!result.ok()) {
+      ADD_FAILURE() << sql << ": " << result.status();
+      return rows;
     }
-    for (int r = 0; r < PQntuples(result); ++r) {
+    for (std::vector<std::optional<std::string>>& values : TextRows(*result)) {
       std::vector<std::string> row;
-      for (int c = 0; c < PQnfields(result); ++c) {
-        row.push_back(PQgetvalue(result, r, c));
+      for (std::optional<std::string>& value : values) {
+        row.push_back(std::move(value).value_or(""));
       }
       rows.push_back(std::move(row));
     }
-    PQclear(result);
     return rows;
   }
 
@@ -76,7 +90,7 @@ class SqlSession {
   }
 
  private:
-  std::unique_ptr<PGconn, decltype(&PQfinish)> connection_;
+  absl::StatusOr<postgres_internal::Session> session_;
 };
 
 }  // namespace sluice::testing

@@ -19,6 +19,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "pg_embedded_sql.h"
+#include "pg_session.h"
+#include "pg_status.h"
 #include "sluice/postgres.h"
 
 namespace sluice::testing {
@@ -54,88 +56,58 @@ std::string LockKey() {
       static_cast<int64_t>(Fnv1a(kFnvOffsetBasis, "sluice test databases")));
 }
 
-// A plain libpq connection for administrative statements.
-class AdminConnection {
- public:
-  struct Outcome {
-    absl::Status status;
-    std::string sqlstate;  // when !status.ok() and the server answered
-    std::optional<std::string> value;  // first column of the first row
-  };
+using postgres_internal::Session;
 
-  static absl::StatusOr<AdminConnection> Open(const std::string& url) {
-    PGconn* connection = PQconnectdb(url.c_str());
-    if (PQstatus(connection) != CONNECTION_OK) {
-      absl::Status status = absl::UnavailableError(absl::StrCat(
-          "cannot connect to the test cluster: ", PQerrorMessage(connection)));
-      PQfinish(connection);
+// The first column of the first row `sql` returns, if any.
+absl::StatusOr<std::optional<std::string>> Value(
+    Session& admin, const std::string& sql,
+    const std::vector<std::string>& params = {}) {
+  absl::StatusOr<postgres_internal::Result> result =
+      admin.Query(sql, params, "test database");
+  if (!result.ok()) return result.status();
+  if (result->rows() == 0 || PQnfields(result->get()) == 0 ||
+      PQgetisnull(result->get(), 0, 0)) {
+    return std::nullopt;
+  }
+  return std::string(PQgetvalue(result->get(), 0, 0));
+}
+
+absl::Status Run(Session& admin, const std::string& sql,
+                 const std::vector<std::string>& params = {}) {
+  return admin.Query(sql, params, "test database").status();
+}
+
+// Runs `sql`, retrying while another session is still connected to a
+// database it needs to itself.
+absl::Status RunWhenUnused(Session& admin, const std::string& sql) {
+  const absl::Time deadline = absl::Now() + kInUseTimeout;
+  while (true) {
+    absl::Status status = Run(admin, sql);
+    if (postgres_internal::SqlstateOf(status) != kObjectInUse ||
+        absl::Now() >= deadline) {
       return status;
     }
-    PQsetNoticeProcessor(
-        connection, [](void*, const char*) {}, nullptr);
-    return AdminConnection(connection);
+    absl::SleepFor(absl::Milliseconds(20));
   }
-
-  Outcome Run(const std::string& sql,
-              const std::vector<std::string>& params = {}) {
-    std::vector<const char*> values;
-    for (const std::string& p : params) values.push_back(p.c_str());
-    PGresult* result = PQexecParams(connection_.get(), sql.c_str(),
-                                    static_cast<int>(values.size()), nullptr,
-                                    values.data(), nullptr, nullptr, 0);
-    Outcome outcome;
-    ExecStatusType status = PQresultStatus(result);
-    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
-      if (PQntuples(result) > 0 && PQnfields(result) > 0 &&
-          !PQgetisnull(result, 0, 0)) {
-        outcome.value = PQgetvalue(result, 0, 0);
-      }
-    } else {
-      const char* state = PQresultErrorField(result, PG_DIAG_SQLSTATE);
-      outcome.sqlstate = state == nullptr ? "" : state;
-      outcome.status = absl::InternalError(
-          absl::StrCat("test database: ", sql, ": ",
-                       result == nullptr ? PQerrorMessage(connection_.get())
-                                         : PQresultErrorMessage(result)));
-    }
-    PQclear(result);
-    return outcome;
-  }
-
-  // Runs `sql`, retrying while another session is still connected to a
-  // database it needs to itself.
-  absl::Status RunWhenUnused(const std::string& sql) {
-    const absl::Time deadline = absl::Now() + kInUseTimeout;
-    while (true) {
-      Outcome outcome = Run(sql);
-      if (outcome.sqlstate != kObjectInUse || absl::Now() >= deadline) {
-        return outcome.status;
-      }
-      absl::SleepFor(absl::Milliseconds(20));
-    }
-  }
-
- private:
-  explicit AdminConnection(PGconn* connection)
-      : connection_(connection, &PQfinish) {}
-  std::unique_ptr<PGconn, decltype(&PQfinish)> connection_;
-};
+}
 
 // Makes sure the migrated template exists. The caller holds the lock.
-absl::Status EnsureTemplate(AdminConnection& admin, const std::string& url,
+absl::Status EnsureTemplate(Session& admin, const std::string& url,
                             const std::string& name) {
-  AdminConnection::Outcome found = admin.Run(
-      "SELECT datistemplate::text FROM pg_database WHERE datname = $1", {name});
-  if (!found.status.ok()) return found.status;
-  if (found.value == "true") return absl::OkStatus();
-  if (found.value.has_value()) {
+  absl::StatusOr<std::optional<std::string>> found = Value(
+      admin, "SELECT datistemplate::text FROM pg_database WHERE datname = $1",
+      {name});
+  if (!found.ok()) return found.status();
+  if (*found == "true") return absl::OkStatus();
+  if (found->has_value()) {
     // Left half-built by a process that died.
-    absl::Status dropped = admin.RunWhenUnused(
+    absl::Status dropped = RunWhenUnused(
+        admin,
         absl::StrCat("DROP DATABASE ", QuoteIdentifier(name), " WITH (FORCE)"));
     if (!dropped.ok()) return dropped;
   }
-  absl::Status created = admin.RunWhenUnused(
-      absl::StrCat("CREATE DATABASE ", QuoteIdentifier(name)));
+  absl::Status created = RunWhenUnused(
+      admin, absl::StrCat("CREATE DATABASE ", QuoteIdentifier(name)));
   if (!created.ok()) return created;
   if (absl::Status migrated = MigratePostgres(WithDatabase(url, name));
       !migrated.ok()) {
@@ -143,10 +115,8 @@ absl::Status EnsureTemplate(AdminConnection& admin, const std::string& url,
                         absl::StrCat("migrating the test template ", name, ": ",
                                      migrated.message()));
   }
-  return admin
-      .Run(absl::StrCat("ALTER DATABASE ", QuoteIdentifier(name),
-                        " IS_TEMPLATE true"))
-      .status;
+  return Run(admin, absl::StrCat("ALTER DATABASE ", QuoteIdentifier(name),
+                                 " IS_TEMPLATE true"));
 }
 
 }  // namespace
@@ -198,15 +168,15 @@ absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Create(
   if (admin_url.empty()) {
     return absl::FailedPreconditionError(kPostgresSkipMessage);
   }
-  absl::StatusOr<AdminConnection> admin = AdminConnection::Open(admin_url);
+  absl::StatusOr<Session> admin = Session::Open(admin_url);
   if (!admin.ok()) return admin.status();
   const std::string name =
       absl::StrFormat("sluice_t_%d_%d", getpid(), counter++);
 
   // Session-level, so it is released with the connection whatever happens.
-  AdminConnection::Outcome locked =
-      admin->Run("SELECT pg_advisory_lock($1::bigint)", {LockKey()});
-  if (!locked.status.ok()) return locked.status;
+  absl::Status locked =
+      Run(*admin, "SELECT pg_advisory_lock($1::bigint)", {LockKey()});
+  if (!locked.ok()) return locked;
   absl::Status status;
   std::string create = absl::StrCat("CREATE DATABASE ", QuoteIdentifier(name));
   if (migrated) {
@@ -214,22 +184,20 @@ absl::StatusOr<std::unique_ptr<TestDatabase>> TestDatabase::Create(
     status = EnsureTemplate(*admin, admin_url, template_name);
     absl::StrAppend(&create, " TEMPLATE ", QuoteIdentifier(template_name));
   }
-  if (status.ok()) status = admin->RunWhenUnused(create);
-  admin->Run("SELECT pg_advisory_unlock($1::bigint)", {LockKey()})
-      .status.IgnoreError();
+  if (status.ok()) status = RunWhenUnused(*admin, create);
+  Run(*admin, "SELECT pg_advisory_unlock($1::bigint)", {LockKey()})
+      .IgnoreError();
   if (!status.ok()) return status;
   return std::unique_ptr<TestDatabase>(
       new TestDatabase(name, WithDatabase(admin_url, name), admin_url));
 }
 
 TestDatabase::~TestDatabase() {
-  absl::StatusOr<AdminConnection> admin = AdminConnection::Open(admin_url_);
+  absl::StatusOr<Session> admin = Session::Open(admin_url_);
   absl::Status status = admin.status();
   if (admin.ok()) {
-    status = admin
-                 ->Run(absl::StrCat("DROP DATABASE IF EXISTS ",
-                                    QuoteIdentifier(name_), " WITH (FORCE)"))
-                 .status;
+    status = Run(*admin, absl::StrCat("DROP DATABASE IF EXISTS ",
+                                      QuoteIdentifier(name_), " WITH (FORCE)"));
   }
   if (!status.ok()) {
     std::fprintf(stderr, "dropping test database %s: %s\n", name_.c_str(),

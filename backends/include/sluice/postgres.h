@@ -44,12 +44,40 @@ struct PostgresOptions {
   int pool_size = 8;
   // How long Begin() waits for a free connection before kUnavailable.
   absl::Duration acquire_timeout = absl::Seconds(30);
+
+  // Connections. A setting the URL makes itself (libpq's connect_timeout,
+  // keepalives, keepalives_idle, keepalives_interval, keepalives_count, or
+  // statement_timeout through `options=-c statement_timeout=...`) wins
+  // over these. docs/operations.md, "Connections", lists them all.
+
+  // How long one connection attempt waits for the server to answer before
+  // kUnavailable, so that a server that accepts and never answers can't
+  // hang OpenPostgres() or Begin(). Applies to every address tried. Zero or
+  // infinite: wait forever (libpq's own default). PGCONNECT_TIMEOUT, when
+  // set, wins over this too.
+  absl::Duration connect_timeout = absl::Seconds(10);
+  // TCP keepalives, so a connection whose server vanished (a host down, a
+  // cable pulled) fails in about idle + interval * count instead of hanging
+  // in a read; no effect on Unix sockets. Whole seconds, at least 1.
+  bool tcp_keepalives = true;
+  absl::Duration keepalives_idle = absl::Seconds(30);
+  absl::Duration keepalives_interval = absl::Seconds(10);
+  int keepalives_count = 3;
+  // The longest one statement of a backend transaction may run before the
+  // server cancels it (kDeadlineExceeded). Zero: off (the server's
+  // setting applies). Not applied to migrations and schema checks.
+  absl::Duration statement_timeout = absl::ZeroDuration();
 };
 
 // Opens the backend at a libpq URL (postgres://... or postgresql://...).
 // Connections are made lazily; this one checks the schema version.
 // kFailedPrecondition if the database is not migrated to this build's
-// version; kUnavailable if the server can't be reached.
+// version; kUnavailable if the server can't be reached or doesn't answer
+// within the connect timeout (retry later). Failures that retrying can't
+// fix: kInvalidArgument for a malformed URL or a bad option in it,
+// kPermissionDenied for a wrong password, an unknown role or no
+// pg_hba.conf entry, kNotFound for a database that does not exist.
+// No error message shows the URL's password.
 absl::StatusOr<std::unique_ptr<Backend>> OpenPostgres(
     const std::string& url, const PostgresOptions& options = {});
 
