@@ -2,10 +2,9 @@
 
 #include <charconv>
 #include <cstdio>
-#include <limits>
 
-#include "boost/json/parse.hpp"
 #include "sluice/internal/strings.h"
+#include "sluice/records.h"
 
 namespace sluice::postgres_internal {
 namespace {
@@ -270,12 +269,15 @@ std::optional<absl::Time> Row::OptionalTime() {
   return Time();
 }
 
+void Row::NoteUnreadable(std::string_view problem) {
+  AddUnreadable(unreadable_, problem);
+}
+
 sluice::RunId Row::RunId() {
   std::string_view text = Raw();
   absl::StatusOr<sluice::RunId> id = sluice::RunId::Parse(text);
   if (!id.ok()) {
-    Fail(absl::InternalError(
-        StrCat("postgres returned a corrupt run id \"", text, "\"")));
+    NoteUnreadable(StrCat("run id is not a UUID: ", id.status().message()));
     return sluice::RunId();
   }
   return *id;
@@ -284,7 +286,7 @@ sluice::RunId Row::RunId() {
 sluice::Json Row::Json(std::string_view what) {
   absl::StatusOr<sluice::Json> value = ParseStoredJson(Raw(), what);
   if (!value.ok()) {
-    Fail(value.status());
+    NoteUnreadable(ToStd(value.status().message()));
     return sluice::Json();
   }
   return std::move(*value);
@@ -295,21 +297,12 @@ std::optional<sluice::Json> Row::OptionalJson(std::string_view what) {
     Skip();
     return std::nullopt;
   }
-  return Json(what);
-}
-
-absl::StatusOr<sluice::Json> ParseStoredJson(std::string_view text,
-                                             std::string_view what) {
-  boost::system::error_code error;
-  boost::json::parse_options options;
-  options.max_depth = std::numeric_limits<std::size_t>::max();
-  sluice::Json value = boost::json::parse(
-      boost::json::string_view(text.data(), text.size()), error, {}, options);
-  if (error) {
-    return absl::InternalError(
-        StrCat("postgres holds a corrupt ", what, ": ", error.message()));
+  absl::StatusOr<sluice::Json> value = ParseStoredJson(Raw(), what);
+  if (!value.ok()) {
+    NoteUnreadable(ToStd(value.status().message()));
+    return std::nullopt;
   }
-  return value;
+  return std::move(*value);
 }
 
 }  // namespace sluice::postgres_internal

@@ -217,4 +217,8 @@ int64_t Conformance::PendingReports() {
 
 std::vector<std::string> Conformance::LogLines() { return *log_; }
 
+std::string Conformance::postgres_url() const {
+  return postgres_database_ ? postgres_database_->url() : "";
+}
+
 }  // namespace sluice::testing
