@@ -1460,17 +1460,18 @@ TEST_P(BackendContractTest, GetTaskOutputs_ReturnsOutputsPerStepByTaskIndex) {
     ASSERT_OK(tx.InsertRuns(Movable({MakeRun(2)})));
   });
   ASSERT_OK_AND_ASSIGN(
-      std::vector<std::vector<std::optional<Json>>> got,
+      std::vector<StepOutputs> got,
       Begin()->GetTaskOutputs(
           {{StepRef{RunNo(1), 1}, StepRef{RunNo(1), 0}, StepRef{RunNo(2), 0},
             StepRef{RunNo(9), 1}, StepRef{RunNo(1), 5}}}));
   ASSERT_EQ(got.size(), 5u);
-  EXPECT_THAT(TextsOf(got[0]),
+  EXPECT_THAT(TextsOf(got[0].outputs),
               ElementsAre("false", "0", "<none>", R"("")", "null"));
-  EXPECT_THAT(TextsOf(got[1]), ElementsAre("[3]"));
-  EXPECT_THAT(got[2], IsEmpty());  // a run without tasks
-  EXPECT_THAT(got[3], IsEmpty());  // no such run
-  EXPECT_THAT(got[4], IsEmpty());  // no such step
+  EXPECT_THAT(TextsOf(got[1].outputs), ElementsAre("[3]"));
+  EXPECT_THAT(got[2].outputs, IsEmpty());  // a run without tasks
+  EXPECT_THAT(got[3].outputs, IsEmpty());  // no such run
+  EXPECT_THAT(got[4].outputs, IsEmpty());  // no such step
+  for (const StepOutputs& step : got) EXPECT_EQ(step.unreadable, "");
   EXPECT_THAT(ValueOf(Begin()->GetTaskOutputs({})), IsEmpty());
 }
 

@@ -167,10 +167,11 @@ int ListRunsCommand(const Args& args) {
   if (!runs.ok()) return Fail(runs.status());
   for (const RunRecord& r : *runs) {
     std::printf(
-        "%s  %-20s %-10s %s\n", r.run_id.ToString().c_str(),
+        "%s  %-20s %-10s %s%s%s\n", r.run_id.ToString().c_str(),
         r.flow_slug.c_str(), std::string(ToString(r.status)).c_str(),
         absl::FormatTime("%Y-%m-%d %H:%M:%S", r.started_at, absl::UTCTimeZone())
-            .c_str());
+            .c_str(),
+        r.unreadable.empty() ? "" : "  unreadable: ", r.unreadable.c_str());
   }
   return 0;
 }
@@ -192,10 +193,18 @@ int ShowRun(const Args& args) {
               std::string(ToString(view->run.status)).c_str());
   if (!view->run.error.empty())
     std::printf("error: %s\n", view->run.error.c_str());
+  if (!view->run.unreadable.empty())
+    std::printf("unreadable: %s\n", view->run.unreadable.c_str());
   for (const StepStateRecord& s : view->steps) {
-    std::printf("  step %-20s %-10s tasks=%d\n", s.step_slug.c_str(),
-                std::string(ToString(s.status)).c_str(),
-                s.initial_tasks.value_or(-1));
+    std::printf(
+        "  step %-20s %-10s tasks=%d%s%s\n", s.step_slug.c_str(),
+        std::string(ToString(s.status)).c_str(), s.initial_tasks.value_or(-1),
+        s.unreadable.empty() ? "" : "  unreadable: ", s.unreadable.c_str());
+  }
+  for (const TaskRecord& t : view->tasks) {
+    if (t.unreadable.empty()) continue;
+    std::printf("  task %d/%d unreadable: %s\n", t.key.step_index,
+                t.key.task_index, t.unreadable.c_str());
   }
   if (view->run.output)
     std::printf("output: %s\n", Compact(*view->run.output).c_str());

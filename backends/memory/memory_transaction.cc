@@ -195,12 +195,11 @@ absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::ListTasks(
   });
 }
 
-absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-MemoryTransaction::GetTaskOutputs(std::span<const StepRef> steps) {
-  return Apply(
-      [&]() -> absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> {
-        return store().tasks.GetOutputs(steps);
-      });
+absl::StatusOr<std::vector<StepOutputs>> MemoryTransaction::GetTaskOutputs(
+    std::span<const StepRef> steps) {
+  return Apply([&]() -> absl::StatusOr<std::vector<StepOutputs>> {
+    return store().tasks.GetOutputs(steps);
+  });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::FindStalledTasks(

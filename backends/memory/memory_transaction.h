@@ -78,7 +78,7 @@ class MemoryTransaction final : public Transaction {
       Fields fields) override;
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(
       const RunId& run_id) override;
-  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+  absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) override;
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       absl::Time now, int limit, Fields fields) override;

@@ -175,11 +175,11 @@ std::vector<TaskRecord> TaskTable::List(const RunId& run_id) const {
   return tasks;
 }
 
-std::vector<std::vector<std::optional<Json>>> TaskTable::GetOutputs(
+std::vector<StepOutputs> TaskTable::GetOutputs(
     std::span<const StepRef> steps) const {
-  std::vector<std::vector<std::optional<Json>>> outputs(steps.size());
+  std::vector<StepOutputs> outputs(steps.size());
   for (size_t i = 0; i < steps.size(); ++i) {
-    std::vector<std::optional<Json>>& step_outputs = outputs[i];
+    std::vector<std::optional<Json>>& step_outputs = outputs[i].outputs;
     runs_.ForEachTask(
         steps[i].run_id, steps[i].step_index, steps[i].step_index,
         [&](const TaskRecord& task) { step_outputs.push_back(task.output); });

@@ -61,8 +61,7 @@ class TaskTable {
                                         Fields fields) const;
   std::vector<TaskRecord> List(const RunId& run_id) const;
   // Per step, one entry per task of the step, by task index.
-  std::vector<std::vector<std::optional<Json>>> GetOutputs(
-      std::span<const StepRef> steps) const;
+  std::vector<StepOutputs> GetOutputs(std::span<const StepRef> steps) const;
   // Started tasks with stall_at < now, earliest first, at most `limit`.
   std::vector<TaskRecord> FindStalled(absl::Time now, int limit,
                                       Fields fields) const;

@@ -2,25 +2,42 @@
 
 #include <utility>
 
+#include "sluice/internal/strings.h"
+
 namespace sluice::postgres_internal {
 namespace {
 
-// Parses an enum column with `parse`, latching a corruption error.
+// Parses an enum column with `parse`; a name it does not know is noted as
+// unreadable and read as `fallback`.
 template <typename Enum, typename Parse>
 Enum ReadEnum(Row& row, Parse parse, Enum fallback) {
   absl::StatusOr<Enum> value = parse(row.Raw());
   if (!value.ok()) {
-    row.Fail(
-        absl::InternalError(std::string("postgres holds a corrupt value: ") +
-                            std::string(value.status().message())));
+    row.NoteUnreadable(ToStd(value.status().message()));
     return fallback;
   }
   return *value;
 }
 
+// The record, with what did not decode in `unreadable`, unless a column had
+// the wrong shape.
 template <typename Record>
-absl::StatusOr<Record> Checked(const Row& row, Record record) {
+absl::StatusOr<Record> Checked(Row& row, Record record) {
   if (!row.status().ok()) return row.status();
+  record.unreadable = row.TakeUnreadable();
+  return record;
+}
+
+// For records without an `unreadable` field.
+template <typename Record>
+absl::StatusOr<Record> CheckedWhole(Row& row, Record record,
+                                    std::string_view what) {
+  if (!row.status().ok()) return row.status();
+  std::string unreadable = row.TakeUnreadable();
+  if (!unreadable.empty()) {
+    return absl::InternalError(std::string("postgres holds a corrupt ") +
+                               std::string(what) + ": " + unreadable);
+  }
   return record;
 }
 
@@ -39,7 +56,8 @@ absl::StatusOr<FlowRecord> ReadFlow(Row row) {
   flow.slug = row.Text();
   flow.definition = row.Json("flow definition");
   flow.created_at = row.Time();
-  return Checked(row, std::move(flow));
+  std::string what = "flow \"" + flow.slug + "\"";
+  return CheckedWhole(row, std::move(flow), what);
 }
 
 absl::StatusOr<QueueRecord> ReadQueue(Row row) {
@@ -47,7 +65,7 @@ absl::StatusOr<QueueRecord> ReadQueue(Row row) {
   queue.name = row.Text();
   queue.owner_flow = row.Text();
   queue.created_at = row.Time();
-  return Checked(row, std::move(queue));
+  return CheckedWhole(row, std::move(queue), "queue");
 }
 
 absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields) {
@@ -137,7 +155,7 @@ absl::StatusOr<WorkerRecord> ReadWorker(Row row) {
   worker.started_at = row.Time();
   worker.last_heartbeat_at = row.Time();
   worker.stopped_at = row.OptionalTime();
-  return Checked(row, std::move(worker));
+  return CheckedWhole(row, std::move(worker), "worker");
 }
 
 }  // namespace sluice::postgres_internal

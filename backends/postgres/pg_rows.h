@@ -1,6 +1,8 @@
 // Result rows as records. Each reader expects the columns of its list in
 // pg_sql.h, in order, from the Row's current column; payload columns only
-// for Fields::kAll. Data that does not decode is kInternal ("corrupt").
+// for Fields::kAll. A run, step state, task, report or message whose content
+// does not decode comes back with `unreadable` set (sluice/records.h); a
+// flow that does not decode is kInternal ("corrupt").
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_
 

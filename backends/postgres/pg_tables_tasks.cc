@@ -7,6 +7,7 @@
 #include "pg_sql.h"
 #include "pg_tables.h"
 #include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
 namespace {
@@ -212,9 +213,9 @@ absl::StatusOr<std::vector<TaskRecord>> PgTables::ListTasks(
   return ReadTasks(result, Fields::kAll);
 }
 
-absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-PgTables::GetTaskOutputs(std::span<const StepRef> steps) {
-  std::vector<std::vector<std::optional<Json>>> outputs(steps.size());
+absl::StatusOr<std::vector<StepOutputs>> PgTables::GetTaskOutputs(
+    std::span<const StepRef> steps) {
+  std::vector<StepOutputs> outputs(steps.size());
   if (steps.empty()) return outputs;
   ArrayLiteral ids, indexes;
   for (const StepRef& step : steps) {
@@ -229,9 +230,13 @@ PgTables::GetTaskOutputs(std::span<const StepRef> steps) {
   for (int i = 0; i < result.rows(); ++i) {
     Row row = result.row(i);
     const int64_t ord = row.Int();
-    std::optional<Json> output = row.OptionalJson("task output");
+    StepOutputs& step = outputs[ord - 1];
+    std::optional<Json> output =
+        row.OptionalJson(StrCat("task output of task ", step.outputs.size()));
     SLUICE_RETURN_IF_ERROR(row.status());
-    outputs[ord - 1].push_back(std::move(output));
+    std::string unreadable = row.TakeUnreadable();
+    if (step.unreadable.empty()) step.unreadable = std::move(unreadable);
+    step.outputs.push_back(std::move(output));
   }
   return outputs;
 }

@@ -199,8 +199,8 @@ absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::ListTasks(
   return Guarded([&] { return tables_.ListTasks(run_id); });
 }
 
-absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-PostgresTransaction::GetTaskOutputs(std::span<const StepRef> steps) {
+absl::StatusOr<std::vector<StepOutputs>> PostgresTransaction::GetTaskOutputs(
+    std::span<const StepRef> steps) {
   return Guarded([&] { return tables_.GetTaskOutputs(steps); });
 }
 

@@ -2,11 +2,9 @@
 
 #include <charconv>
 #include <cstdio>
-#include <limits>
 
-#include "boost/json/parse.hpp"
-#include "sluice/internal/json_text.h"
 #include "sluice/internal/strings.h"
+#include "sluice/records.h"
 
 namespace sluice::postgres_internal {
 namespace {
@@ -271,12 +269,15 @@ std::optional<absl::Time> Row::OptionalTime() {
   return Time();
 }
 
+void Row::NoteUnreadable(std::string_view problem) {
+  AddUnreadable(unreadable_, problem);
+}
+
 sluice::RunId Row::RunId() {
   std::string_view text = Raw();
   absl::StatusOr<sluice::RunId> id = sluice::RunId::Parse(text);
   if (!id.ok()) {
-    Fail(absl::InternalError(
-        StrCat("postgres returned a corrupt run id \"", text, "\"")));
+    NoteUnreadable(StrCat("run id is not a UUID: ", id.status().message()));
     return sluice::RunId();
   }
   return *id;
@@ -285,7 +286,7 @@ sluice::RunId Row::RunId() {
 sluice::Json Row::Json(std::string_view what) {
   absl::StatusOr<sluice::Json> value = ParseStoredJson(Raw(), what);
   if (!value.ok()) {
-    Fail(value.status());
+    NoteUnreadable(ToStd(value.status().message()));
     return sluice::Json();
   }
   return std::move(*value);
@@ -296,22 +297,12 @@ std::optional<sluice::Json> Row::OptionalJson(std::string_view what) {
     Skip();
     return std::nullopt;
   }
-  return Json(what);
-}
-
-absl::StatusOr<sluice::Json> ParseStoredJson(std::string_view text,
-                                             std::string_view what) {
-  // Read leniently: rows written before the payload checks may hold wide
-  // integers; they read as doubles, as they did then.
-  absl::StatusOr<sluice::Json> parsed = sluice::internal::ParseJsonText(
-      text, "its text",
-      {.max_depth = std::numeric_limits<std::size_t>::max(),
-       .refuse_wide_integers = false});
-  if (!parsed.ok()) {
-    return absl::InternalError(StrCat("postgres holds a corrupt ", what, ": ",
-                                      parsed.status().message()));
+  absl::StatusOr<sluice::Json> value = ParseStoredJson(Raw(), what);
+  if (!value.ok()) {
+    NoteUnreadable(ToStd(value.status().message()));
+    return std::nullopt;
   }
-  return parsed;
+  return std::move(*value);
 }
 
 }  // namespace sluice::postgres_internal

@@ -79,9 +79,12 @@ class Params {
   mutable std::vector<const char*> pointers_;
 };
 
-// Reads one result row's columns in order. A column that does not decode
-// latches a kInternal ("corrupt") error, reported by status(); the readers
-// return defaults after it.
+// Reads one result row's columns in order. A JSON, run id or enum column
+// whose content does not decode is noted in unreadable() and read as its
+// default (see sluice/records.h), so one bad row never fails a whole read.
+// A column of the wrong shape for its type (a number that isn't one, a time
+// in another format) latches a kInternal error, reported by status(); the
+// readers return defaults after it.
 class Row {
  public:
   Row(const PGresult* result, int row, int first_column = 0)
@@ -105,6 +108,10 @@ class Row {
   // Latches `status` if it is the first failure.
   void Fail(absl::Status status);
   const absl::Status& status() const { return status_; }
+  // Notes a value that does not decode.
+  void NoteUnreadable(std::string_view problem);
+  // What did not decode so far ("" if everything did); moves it out.
+  std::string TakeUnreadable() { return std::move(unreadable_); }
 
  private:
   std::string_view Current() const;
@@ -113,11 +120,8 @@ class Row {
   int row_;
   int column_;
   absl::Status status_;
+  std::string unreadable_;
 };
-
-// Parses JSON read back from the database (valid when stored).
-absl::StatusOr<sluice::Json> ParseStoredJson(std::string_view text,
-                                             std::string_view what);
 
 }  // namespace sluice::postgres_internal
 

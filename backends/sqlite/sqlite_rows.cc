@@ -1,10 +1,7 @@
 #include "sqlite_rows.h"
 
-#include <limits>
 #include <string>
 
-#include "boost/json/parse.hpp"
-#include "sluice/internal/json_text.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "sqlite_status.h"
@@ -12,18 +9,58 @@
 namespace sluice::sqlite_internal {
 namespace {
 
-absl::StatusOr<std::optional<Json>> ReadOptionalJson(const Statement& row,
-                                                     int column,
-                                                     std::string_view what) {
-  if (row.IsNull(column)) return std::nullopt;
-  SLUICE_ASSIGN_OR_RETURN(Json value, ParseStoredJson(row.Text(column), what));
-  return value;
+// Column readers for values that may not decode: a failure is noted in
+// `unreadable` and the default value returned, so one bad row never fails
+// a whole read (see sluice/records.h).
+
+Json ReadJson(const Statement& row, int column, std::string_view what,
+              std::string& unreadable) {
+  absl::StatusOr<Json> value = sluice::ParseStoredJson(row.Text(column), what);
+  if (!value.ok()) {
+    AddUnreadable(unreadable, ToStd(value.status().message()));
+    return Json();
+  }
+  return std::move(*value);
 }
 
-absl::StatusOr<TaskKey> ReadTaskKey(const Statement& row, int first_column) {
-  SLUICE_ASSIGN_OR_RETURN(RunId run_id,
-                          ParseStoredRunId(row.Text(first_column)));
-  return TaskKey{run_id, static_cast<int>(row.Int(first_column + 1)),
+std::optional<Json> ReadOptionalJson(const Statement& row, int column,
+                                     std::string_view what,
+                                     std::string& unreadable) {
+  if (row.IsNull(column)) return std::nullopt;
+  absl::StatusOr<Json> value = sluice::ParseStoredJson(row.Text(column), what);
+  if (!value.ok()) {
+    AddUnreadable(unreadable, ToStd(value.status().message()));
+    return std::nullopt;
+  }
+  return std::move(*value);
+}
+
+RunId ReadRunId(const Statement& row, int column, std::string& unreadable) {
+  absl::StatusOr<RunId> run_id = RunId::Parse(row.Text(column));
+  if (!run_id.ok()) {
+    AddUnreadable(unreadable,
+                  StrCat("run id is not a UUID: ", run_id.status().message()));
+    return RunId();
+  }
+  return *run_id;
+}
+
+template <typename Enum>
+Enum ReadEnum(const Statement& row, int column,
+              absl::StatusOr<Enum> (*parse)(std::string_view),
+              std::string& unreadable) {
+  absl::StatusOr<Enum> value = parse(row.Text(column));
+  if (!value.ok()) {
+    AddUnreadable(unreadable, ToStd(value.status().message()));
+    return Enum();
+  }
+  return *value;
+}
+
+TaskKey ReadTaskKey(const Statement& row, int first_column,
+                    std::string& unreadable) {
+  return TaskKey{ReadRunId(row, first_column, unreadable),
+                 static_cast<int>(row.Int(first_column + 1)),
                  static_cast<int>(row.Int(first_column + 2))};
 }
 
@@ -86,35 +123,18 @@ void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value) {
   }
 }
 
-absl::StatusOr<Json> ParseStoredJson(std::string_view text,
-                                     std::string_view what) {
-  // Read leniently: rows written before the payload checks may hold wide
-  // integers; they read as doubles, as they did then.
-  absl::StatusOr<Json> parsed = sluice::internal::ParseJsonText(
-      text, "its text",
-      {.max_depth = std::numeric_limits<std::size_t>::max(),
-       .refuse_wide_integers = false});
-  if (!parsed.ok()) {
-    return absl::InternalError(
-        StrCat("stored ", what, " is corrupt: ", parsed.status().message()));
-  }
-  return parsed;
-}
-
-absl::StatusOr<RunId> ParseStoredRunId(std::string_view text) {
-  absl::StatusOr<RunId> run_id = RunId::Parse(text);
-  if (!run_id.ok()) {
-    return absl::InternalError(
-        StrCat("stored run id is corrupt: ", run_id.status().message()));
-  }
-  return run_id;
-}
-
 absl::StatusOr<FlowRecord> ReadFlow(const Statement& row) {
   FlowRecord flow;
   flow.slug = row.Text(0);
-  SLUICE_ASSIGN_OR_RETURN(flow.definition,
-                          ParseStoredJson(row.Text(1), "flow definition"));
+  absl::StatusOr<Json> definition =
+      sluice::ParseStoredJson(row.Text(1), "flow definition");
+  if (!definition.ok()) {
+    // A flow is not one item among others: every run of it needs it.
+    return absl::InternalError(
+        StrCat("stored flow \"", flow.slug,
+               "\" is corrupt: ", definition.status().message()));
+  }
+  flow.definition = std::move(*definition);
   flow.created_at = row.Time(2);
   return flow;
 }
@@ -128,18 +148,16 @@ absl::StatusOr<RunRecord> ReadRun(const Statement& row, Fields fields,
                                   int first) {
   int c = first;
   RunRecord run;
-  SLUICE_ASSIGN_OR_RETURN(run.run_id, ParseStoredRunId(row.Text(c++)));
+  run.run_id = ReadRunId(row, c++, run.unreadable);
   run.flow_slug = row.Text(c++);
-  SLUICE_ASSIGN_OR_RETURN(run.status, ParseRunStatus(row.Text(c++)));
+  run.status = ReadEnum(row, c++, ParseRunStatus, run.unreadable);
   run.remaining_steps = static_cast<int>(row.Int(c++));
   run.error = row.Text(c++);
   run.started_at = row.Time(c++);
   run.finished_at = row.OptionalTime(c++);
   if (fields == Fields::kAll) {
-    SLUICE_ASSIGN_OR_RETURN(run.input,
-                            ParseStoredJson(row.Text(c++), "run input"));
-    SLUICE_ASSIGN_OR_RETURN(run.output,
-                            ReadOptionalJson(row, c++, "run output"));
+    run.input = ReadJson(row, c++, "run input", run.unreadable);
+    run.output = ReadOptionalJson(row, c++, "run output", run.unreadable);
   }
   return run;
 }
@@ -148,20 +166,19 @@ absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row,
                                               Fields fields, int first) {
   int c = first;
   StepStateRecord state;
-  SLUICE_ASSIGN_OR_RETURN(state.run_id, ParseStoredRunId(row.Text(c++)));
+  state.run_id = ReadRunId(row, c++, state.unreadable);
   state.step_index = static_cast<int>(row.Int(c++));
   state.step_slug = row.Text(c++);
-  SLUICE_ASSIGN_OR_RETURN(state.status, ParseStepStatus(row.Text(c++)));
+  state.status = ReadEnum(row, c++, ParseStepStatus, state.unreadable);
   state.remaining_deps = static_cast<int>(row.Int(c++));
   state.initial_tasks = row.OptionalInt(c++);
   state.remaining_tasks = row.OptionalInt(c++);
   state.error = row.Text(c++);
-  SLUICE_ASSIGN_OR_RETURN(state.skip_reason, ParseSkipReason(row.Text(c++)));
+  state.skip_reason = ReadEnum(row, c++, ParseSkipReason, state.unreadable);
   state.started_at = row.OptionalTime(c++);
   state.finished_at = row.OptionalTime(c++);
   if (fields == Fields::kAll) {
-    SLUICE_ASSIGN_OR_RETURN(state.output,
-                            ReadOptionalJson(row, c++, "step output"));
+    state.output = ReadOptionalJson(row, c++, "step output", state.unreadable);
   }
   return state;
 }
@@ -170,10 +187,10 @@ absl::StatusOr<TaskRecord> ReadTask(const Statement& row, Fields fields,
                                     int first) {
   int c = first;
   TaskRecord task;
-  SLUICE_ASSIGN_OR_RETURN(task.key, ReadTaskKey(row, c));
+  task.key = ReadTaskKey(row, c, task.unreadable);
   c += 3;
   task.flow_slug = row.Text(c++);
-  SLUICE_ASSIGN_OR_RETURN(task.status, ParseTaskStatus(row.Text(c++)));
+  task.status = ReadEnum(row, c++, ParseTaskStatus, task.unreadable);
   task.attempts = static_cast<int>(row.Int(c++));
   task.error = row.Text(c++);
   task.queue_name = row.Text(c++);
@@ -185,10 +202,8 @@ absl::StatusOr<TaskRecord> ReadTask(const Statement& row, Fields fields,
   task.requeued_count = static_cast<int>(row.Int(c++));
   task.worker_id = row.Text(c++);
   if (fields == Fields::kAll) {
-    SLUICE_ASSIGN_OR_RETURN(task.input,
-                            ParseStoredJson(row.Text(c++), "task input"));
-    SLUICE_ASSIGN_OR_RETURN(task.output,
-                            ReadOptionalJson(row, c++, "task output"));
+    task.input = ReadJson(row, c++, "task input", task.unreadable);
+    task.output = ReadOptionalJson(row, c++, "task output", task.unreadable);
   }
   return task;
 }
@@ -196,9 +211,9 @@ absl::StatusOr<TaskRecord> ReadTask(const Statement& row, Fields fields,
 absl::StatusOr<OutboxReport> ReadReport(const Statement& row) {
   OutboxReport report;
   report.report_id = row.Int(0);
-  SLUICE_ASSIGN_OR_RETURN(report.task, ReadTaskKey(row, 1));
+  report.task = ReadTaskKey(row, 1, report.unreadable);
   report.flow_slug = row.Text(4);
-  SLUICE_ASSIGN_OR_RETURN(report.kind, ParseReportKind(row.Text(5)));
+  report.kind = ReadEnum(row, 5, ParseReportKind, report.unreadable);
   report.created_at = row.Time(6);
   return report;
 }
@@ -210,8 +225,7 @@ absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields) {
   message.enqueued_at = row.Time(2);
   message.visible_at = row.Time(3);
   if (fields == Fields::kAll) {
-    SLUICE_ASSIGN_OR_RETURN(message.body,
-                            ParseStoredJson(row.Text(4), "message body"));
+    message.body = ReadJson(row, 4, "message body", message.unreadable);
   }
   return message;
 }

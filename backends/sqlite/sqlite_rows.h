@@ -16,8 +16,10 @@
 //
 // Encoding: JSON is TEXT (absent is NULL, JSON null is the text 'null'),
 // times are INTEGER microseconds since the Unix epoch, run ids are their
-// canonical 36-character text, enums are their ToString() names. Stored data
-// that does not decode is reported as kInternal ("corrupt").
+// canonical 36-character text, enums are their ToString() names. A run,
+// step state, task, report or message value that does not decode is noted
+// in the record's `unreadable` text and the read goes on (sluice/records.h);
+// a flow definition that does not decode is kInternal ("corrupt").
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_ROWS_H_
 #define SLUICE_BACKENDS_SQLITE_SQLITE_ROWS_H_
 
@@ -46,12 +48,6 @@ void BindOptionalJson(Statement& statement, int index,
 void AddRunId(BoundRows& rows, const RunId& run_id);
 void AddJson(BoundRows& rows, const Json& value);
 void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value);
-
-// Parses stored JSON. Stored data was validated on the way in, so there is no
-// size or depth limit; `what` names the value in the corruption error.
-absl::StatusOr<Json> ParseStoredJson(std::string_view text,
-                                     std::string_view what);
-absl::StatusOr<RunId> ParseStoredRunId(std::string_view text);
 
 inline constexpr char kFlowColumns[] = "slug, definition, created_at";
 absl::StatusOr<FlowRecord> ReadFlow(const Statement& row);

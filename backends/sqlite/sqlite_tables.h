@@ -84,7 +84,7 @@ class SqliteTables {
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index, Fields fields);
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const RunId& run_id);
-  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+  absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps);
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
                                                            int limit,

@@ -196,9 +196,9 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteTables::ListTasks(
   return QueryTasks(list, Fields::kAll);
 }
 
-absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-SqliteTables::GetTaskOutputs(std::span<const StepRef> steps) {
-  std::vector<std::vector<std::optional<Json>>> outputs(steps.size());
+absl::StatusOr<std::vector<StepOutputs>> SqliteTables::GetTaskOutputs(
+    std::span<const StepRef> steps) {
+  std::vector<StepOutputs> outputs(steps.size());
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<int64_t>> seqs,
       FindRunSeqs(RunIdsOf(steps, [](const StepRef& s) { return s.run_id; })));
@@ -224,8 +224,14 @@ SqliteTables::GetTaskOutputs(std::span<const StepRef> steps) {
     if (!row) break;
     Output& output = read.emplace_back(Output{get.Int(0), get.Int(1), {}});
     if (get.IsNull(2)) continue;
-    SLUICE_ASSIGN_OR_RETURN(output.value,
-                            ParseStoredJson(get.Text(2), "task output"));
+    absl::StatusOr<Json> value = ParseStoredJson(
+        get.Text(2), StrCat("task output of task ", output.task_index));
+    if (value.ok()) {
+      output.value = std::move(*value);
+    } else {
+      std::string& unreadable = outputs[position_of[output.row]].unreadable;
+      if (unreadable.empty()) unreadable = ToStd(value.status().message());
+    }
   }
   // They come in batch order, and each step's in primary key (task) order;
   // this only checks.
@@ -236,7 +242,7 @@ SqliteTables::GetTaskOutputs(std::span<const StepRef> steps) {
     std::sort(read.begin(), read.end(), in_order);
   }
   for (Output& output : read) {
-    outputs[position_of[output.row]].push_back(std::move(output.value));
+    outputs[position_of[output.row]].outputs.push_back(std::move(output.value));
   }
   return outputs;
 }

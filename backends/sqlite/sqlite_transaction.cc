@@ -207,8 +207,8 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::ListTasks(
   return Guarded([&] { return tables_.ListTasks(run_id); });
 }
 
-absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-SqliteTransaction::GetTaskOutputs(std::span<const StepRef> steps) {
+absl::StatusOr<std::vector<StepOutputs>> SqliteTransaction::GetTaskOutputs(
+    std::span<const StepRef> steps) {
   return Guarded([&] { return tables_.GetTaskOutputs(steps); });
 }
 

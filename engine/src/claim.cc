@@ -15,7 +15,10 @@ namespace {
 
 constexpr int kMaxClaimBatch = 1000;
 
-enum class Verdict { kClaim, kDuplicate, kArchive, kFatal };
+// kUnreadable: a queued task whose stored row can't be read (its input, or
+// its status, which then reads as queued). It is failed instead of handed
+// to a handler, its message archived, and its run failed by report.
+enum class Verdict { kClaim, kDuplicate, kArchive, kUnreadable, kFatal };
 
 struct Classified {
   Verdict verdict = Verdict::kFatal;
@@ -56,6 +59,25 @@ absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
     }
   }
   return common ? *common + options.claim_grace : options.claim_grace;
+}
+
+// The update that fails a queued task whose row can't be read, for good:
+// no attempt is consumed and no policy applies, since no retry could read it.
+TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
+                          absl::Time now) {
+  TaskUpdate u;
+  u.expected_status = t.status;
+  u.expected_attempts = t.attempts;
+  u.skip_if_locked = true;
+  u.task.key = t.key;
+  u.task.status = TaskStatus::kFailed;
+  u.task.attempts = t.attempts;
+  u.task.error = UnreadableError(StrCat("step \"", step.shape->slug, "\" task ",
+                                        t.key.task_index, ": ", t.unreadable));
+  u.task.finished_at = now;
+  u.task.requeued_count = t.requeued_count;
+  u.task.worker_id = t.worker_id;
+  return u;
 }
 
 }  // namespace
@@ -114,6 +136,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
           c.problem = StrCat("message ", ids[i], " is for flow \"", t.flow_slug,
                              "\" step \"", c.step->shape->slug,
                              "\", which this worker does not serve");
+        } else if (t.status == TaskStatus::kQueued && !t.unreadable.empty()) {
+          c.verdict = Verdict::kUnreadable;
         } else if (t.status == TaskStatus::kQueued) {
           c.verdict = Verdict::kClaim;
         } else if (t.status == TaskStatus::kStarted) {
@@ -139,6 +163,7 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   std::vector<size_t> update_index;
   std::vector<VisibilityUpdate> visibility;
   std::vector<int64_t> archive;
+  std::vector<OutboxReport> reports;
   updates.reserve(ids.size());
   update_index.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -171,6 +196,23 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
       case Verdict::kArchive:
         archive.push_back(ids[i]);
         break;
+      case Verdict::kUnreadable:
+        // Out of the way whatever happens to the update: the message is
+        // archived, and the report fails the run (if the row names one).
+        archive.push_back(ids[i]);
+        updates.push_back(FailUnreadable(t, *verdicts[i].step, now));
+        update_index.push_back(i);
+        if (!t.key.run_id.IsNil()) {
+          reports.push_back(OutboxReport{.task = t.key,
+                                         .flow_slug = t.flow_slug,
+                                         .kind = ReportKind::kUnreadable,
+                                         .created_at = now});
+        }
+        impl_->Log(LogLevel::kWarning,
+                   StrCat("claim on queue \"", request.queue, "\": message ",
+                          ids[i], ": ", updates.back().task.error,
+                          "; failed its task and archived the message"));
+        break;
       case Verdict::kFatal:
         break;
     }
@@ -181,6 +223,7 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
                             tx->UpdateTasks(updates));
     claimed.reserve(updates.size());
     for (size_t u = 0; u < updates.size(); ++u) {
+      if (verdicts[update_index[u]].verdict == Verdict::kUnreadable) continue;
       if (!applied[u]) {
         // Changed since the read, or held by another transaction (one that
         // may be ending the task): not ours. Let the message be read again
@@ -212,7 +255,17 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   if (!archive.empty()) {
     SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(request.queue, archive, now));
   }
+  std::vector<int64_t> report_ids;
+  if (!reports.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
+  }
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  // The push path; the reconcile path catches them if this fails.
+  if (absl::Status applied = ApplyReports(report_ids); !applied.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("claim: applying reports of unreadable tasks failed (",
+                      applied.ToString(), "); the sweeper will apply them"));
+  }
   return claimed;
 }
 

@@ -1,6 +1,7 @@
 #include "sluice/json.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
@@ -84,6 +85,14 @@ absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what,
       Json value,
       internal::ParseJsonText(text, what, {.max_depth = kMaxJsonDepth}));
   SLUICE_RETURN_IF_ERROR(CheckJsonValue(value, what));
+  return value;
+}
+
+absl::StatusOr<Json> ParseStoredJson(std::string_view text,
+                                     std::string_view what) {
+  absl::StatusOr<Json> value =
+      ParseJson(text, what, std::numeric_limits<size_t>::max());
+  if (!value.ok()) return absl::DataLossError(value.status().message());
   return value;
 }
 

@@ -24,10 +24,7 @@ class ExactHandler {
   static constexpr size_t max_key_size = json::string::max_size();
   static constexpr size_t max_string_size = json::string::max_size();
 
-  explicit ExactHandler(bool refuse_wide_integers)
-      : refuse_wide_integers_(refuse_wide_integers) {
-    stack_.reset();
-  }
+  ExactHandler() { stack_.reset(); }
 
   json::value Release() { return stack_.release(); }
   bool wide_integer() const { return wide_integer_; }
@@ -89,7 +86,6 @@ class ExactHandler {
  private:
   json::value_stack stack_;
   std::string number_;  // the literal so far, when it spans calls
-  bool refuse_wide_integers_;
   bool wide_integer_ = false;
 };
 
@@ -97,19 +93,16 @@ bool ExactHandler::on_double(double d, json::string_view s, error_code& ec) {
   number_.append(s.data(), s.size());
   if (number_.find_first_of(".eE") == std::string::npos) {
     // An integer literal Boost could only read as a double.
-    if (refuse_wide_integers_) {
-      wide_integer_ = true;
-      ec = json::error::exponent_overflow;
-      return false;
-    }
-  } else {
-    const char* end = number_.data() + number_.size();
-    double exact = 0;
-    std::from_chars_result parsed = std::from_chars(number_.data(), end, exact);
-    // Out of range keeps Boost's result (infinity or zero): the payload
-    // check refuses the first, and the second is what the text means.
-    if (parsed.ec == std::errc() && parsed.ptr == end) d = exact;
+    wide_integer_ = true;
+    ec = json::error::exponent_overflow;
+    return false;
   }
+  const char* end = number_.data() + number_.size();
+  double exact = 0;
+  std::from_chars_result parsed = std::from_chars(number_.data(), end, exact);
+  // Out of range keeps Boost's result (infinity or zero): the payload check
+  // refuses the first, and the second is what the text means.
+  if (parsed.ec == std::errc() && parsed.ptr == end) d = exact;
   number_.clear();
   stack_.push_double(d);
   return true;
@@ -122,8 +115,7 @@ absl::StatusOr<json::value> ParseJsonText(std::string_view text,
                                           const JsonTextOptions& options) {
   json::parse_options parse_options;
   parse_options.max_depth = options.max_depth;
-  json::basic_parser<ExactHandler> parser(parse_options,
-                                          options.refuse_wide_integers);
+  json::basic_parser<ExactHandler> parser(parse_options);
   error_code ec;
   parser.write_some(false, text.data(), text.size(), ec);
   if (parser.handler().wide_integer()) {

@@ -3,8 +3,8 @@
 #include <array>
 #include <utility>
 
-#include "sluice/internal/strings.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice {
 namespace {
@@ -21,8 +21,8 @@ absl::StatusOr<E> ParseName(
 }
 
 template <typename E, size_t N>
-std::string_view NameOf(const std::array<std::pair<E, std::string_view>, N>& names,
-                        E value) {
+std::string_view NameOf(
+    const std::array<std::pair<E, std::string_view>, N>& names, E value) {
   for (const auto& [v, name] : names) {
     if (v == value) return name;
   }
@@ -57,10 +57,11 @@ constexpr std::array<std::pair<SkipReason, std::string_view>, 4> kSkipReasons{{
     {SkipReason::kHandlerFailed, "handler_failed"},
     {SkipReason::kDependencySkipped, "dependency_skipped"},
 }};
-constexpr std::array<std::pair<ReportKind, std::string_view>, 3> kReportKinds{{
+constexpr std::array<std::pair<ReportKind, std::string_view>, 4> kReportKinds{{
     {ReportKind::kCompleted, "completed"},
     {ReportKind::kFailed, "failed"},
     {ReportKind::kTypeViolation, "type_violation"},
+    {ReportKind::kUnreadable, "unreadable"},
 }};
 
 }  // namespace
@@ -85,6 +86,15 @@ absl::StatusOr<SkipReason> ParseSkipReason(std::string_view text) {
 }
 absl::StatusOr<ReportKind> ParseReportKind(std::string_view text) {
   return ParseName(kReportKinds, text, "report kind");
+}
+
+void AddUnreadable(std::string& unreadable, std::string_view problem) {
+  if (!unreadable.empty()) unreadable += "; ";
+  unreadable += problem;
+}
+
+std::string UnreadableError(std::string_view what) {
+  return StrCat("stored data unreadable: ", what);
 }
 
 }  // namespace sluice

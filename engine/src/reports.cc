@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
 #include "lease.h"
@@ -19,11 +20,13 @@ namespace {
 constexpr int kMaxBatch = 10'000;
 
 // The reports of one run, sorted out: completions counted per step, final
-// failures in report order.
+// failures in report order, and the first problem that means the run's
+// stored data can't be read (then the run fails and nothing else applies).
 struct RunReports {
   RunId run_id;
   std::map<int, int> completions;
   std::vector<const OutboxReport*> failures;
+  std::string unreadable;  // an UnreadableError, or empty
 };
 
 std::string TypeViolationError(const CompiledFlow& flow, int step_index,
@@ -38,6 +41,63 @@ std::string TypeViolationError(const CompiledFlow& flow, int step_index,
   return task_error;
 }
 
+// Sorts reports by run. A report that can't be read fails its run; one
+// that doesn't even name its run can only be dropped (it is already taken).
+std::map<RunId, RunReports> SortReports(
+    Engine::Impl& impl, const std::vector<OutboxReport>& reports) {
+  std::map<RunId, RunReports> by_run;
+  for (const OutboxReport& r : reports) {
+    if (!r.unreadable.empty() && r.task.run_id.IsNil()) {
+      impl.Log(LogLevel::kWarning,
+               StrCat("outbox report ", r.report_id, " can't be read (",
+                      r.unreadable, ") and names no run; dropped it"));
+      continue;
+    }
+    RunReports& rr = by_run[r.task.run_id];
+    rr.run_id = r.task.run_id;
+    if (!r.unreadable.empty()) {
+      if (rr.unreadable.empty()) {
+        rr.unreadable = UnreadableError(
+            StrCat("outbox report ", r.report_id, ": ", r.unreadable));
+      }
+    } else if (r.kind == ReportKind::kCompleted) {
+      ++rr.completions[r.task.step_index];
+    } else {
+      rr.failures.push_back(&r);
+    }
+  }
+  return by_run;
+}
+
+// Notes in `rr` a report that names a step its flow doesn't have.
+void CheckReportedSteps(const CompiledFlow& flow, RunReports& rr) {
+  auto check = [&](int step) {
+    if (!rr.unreadable.empty() || (step >= 0 && step < flow.step_count())) {
+      return;
+    }
+    rr.unreadable = UnreadableError(
+        StrCat("a report names step ", step, " of flow \"", flow.slug(),
+               "\", which has ", flow.step_count(), " steps"));
+  };
+  for (const auto& [step, count] : rr.completions) check(step);
+  for (const OutboxReport* r : rr.failures) check(r->task.step_index);
+}
+
+// The error a task whose stored data can't be read ends its run with: the
+// one the claim gave it, else what its row says.
+std::string UnreadableTaskError(const CompiledFlow& flow, const TaskKey& key,
+                                const std::optional<TaskRecord>& task) {
+  if (task && task->status == TaskStatus::kFailed &&
+      absl::StartsWith(task->error, UnreadableError(""))) {
+    return task->error;
+  }
+  std::string what = StrCat("step \"", flow.step(key.step_index).shape->slug,
+                            "\" task ", key.task_index);
+  if (!task) return UnreadableError(StrCat(what, ": the task row is missing"));
+  if (task->unreadable.empty()) return UnreadableError(what);
+  return UnreadableError(StrCat(what, ": ", task->unreadable));
+}
+
 // Applies reports already taken from the outbox in `tx`. Every read is one
 // call for the whole batch: the runs (locked in ascending id order, the
 // engine's lock order) and their step states without payloads, the outputs
@@ -45,16 +105,8 @@ std::string TypeViolationError(const CompiledFlow& flow, int step_index,
 absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
                                std::vector<OutboxReport> reports,
                                TransactionEffects& effects) {
-  std::map<RunId, RunReports> by_run;
-  for (const OutboxReport& r : reports) {
-    RunReports& rr = by_run[r.task.run_id];
-    rr.run_id = r.task.run_id;
-    if (r.kind == ReportKind::kCompleted) {
-      ++rr.completions[r.task.step_index];
-    } else {
-      rr.failures.push_back(&r);
-    }
-  }
+  std::map<RunId, RunReports> by_run = SortReports(impl, reports);
+  if (by_run.empty()) return absl::OkStatus();
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
   SLUICE_ASSIGN_OR_RETURN(
@@ -62,7 +114,7 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
       tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
   std::vector<RunId> live_ids;
   std::vector<RunRecord> live_runs;
-  std::vector<const RunReports*> live_reports;
+  std::vector<RunReports*> live_reports;
   for (size_t i = 0; i < runs.size(); ++i) {
     if (!runs[i] || IsTerminal(runs[i]->status)) continue;  // reports drop
     live_ids.push_back(run_ids[i]);
@@ -83,27 +135,23 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   for (size_t i = 0; i < live_ids.size(); ++i) {
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow,
                             flows.Get(live_runs[i].flow_slug));
-    for (const auto& [step, count] : live_reports[i]->completions) {
-      if (step < 0 || step >= flow->step_count()) {
-        return absl::InternalError(StrCat("a report names step ", step,
-                                          " of flow \"", flow->slug(),
-                                          "\", which does not exist"));
-      }
-    }
+    RunReports& rr = *live_reports[i];
+    CheckReportedSteps(*flow, rr);
     progress.emplace_back(
         RunProgress::Context{tx, *flow, now, writes,
                              impl.wants_events() ? &effects.events : nullptr},
         std::move(live_runs[i]), std::move(states[i]), Fields::kNoPayloads);
-    for (const auto& [step, count] : live_reports[i]->completions) {
+    if (rr.unreadable.empty())
+      rr.unreadable = progress.back().UnreadableState();
+    if (!rr.unreadable.empty()) continue;  // the run fails; nothing to read
+    for (const auto& [step, count] : rr.completions) {
       if (progress.back().WouldComplete(step, count)) {
         completing.push_back(StepRef{live_ids[i], step});
       }
     }
-    for (const OutboxReport* r : live_reports[i]->failures) {
-      failed_keys.push_back(r->task);
-    }
+    for (const OutboxReport* r : rr.failures) failed_keys.push_back(r->task);
   }
-  std::vector<std::vector<std::optional<Json>>> outputs;
+  std::vector<StepOutputs> outputs;
   if (!completing.empty()) {
     SLUICE_ASSIGN_OR_RETURN(outputs, tx.GetTaskOutputs(completing));
   }
@@ -116,8 +164,14 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   size_t next_failure = 0;
   for (size_t i = 0; i < progress.size(); ++i) {
     RunProgress& run = progress[i];
-    for (const auto& [step, count] : live_reports[i]->completions) {
-      std::optional<std::vector<std::optional<Json>>> prefetched;
+    const RunReports& rr = *live_reports[i];
+    if (!rr.unreadable.empty()) {
+      SLUICE_RETURN_IF_ERROR(run.FailUnreadable(-1, rr.unreadable));
+      run.Finish();
+      continue;
+    }
+    for (const auto& [step, count] : rr.completions) {
+      std::optional<StepOutputs> prefetched;
       if (next_output < completing.size() &&
           completing[next_output].run_id == live_ids[i] &&
           completing[next_output].step_index == step) {
@@ -126,10 +180,15 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
       SLUICE_RETURN_IF_ERROR(
           run.CompleteTasks(step, count, std::move(prefetched)));
     }
-    for (const OutboxReport* r : live_reports[i]->failures) {
+    for (const OutboxReport* r : rr.failures) {
       const std::optional<TaskRecord>& task = failed_tasks[next_failure++];
-      std::string error = task ? task->error : "task failed";
       int step = r->task.step_index;
+      if (r->kind == ReportKind::kUnreadable) {
+        SLUICE_RETURN_IF_ERROR(run.FailUnreadable(
+            step, UnreadableTaskError(run.flow(), r->task, task)));
+        continue;
+      }
+      std::string error = task ? task->error : "task failed";
       if (r->kind == ReportKind::kTypeViolation) {
         SLUICE_RETURN_IF_ERROR(run.FailTypeViolation(
             step, TypeViolationError(run.flow(), step, error)));

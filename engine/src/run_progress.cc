@@ -65,6 +65,9 @@ RunProgress::RunProgress(Context context, RunRecord run,
       fresh_(fresh),
       payloads_loaded_(payloads_loaded),
       new_tasks_(steps_.size()) {
+  // A step state's own copy of the run id may not have decoded; it is this
+  // run's either way, and writes need it.
+  for (StepStateRecord& s : steps_) s.run_id = run_.run_id;
   if (!fresh_) {
     step_deltas_.resize(steps_.size());
     for (size_t i = 0; i < steps_.size(); ++i) {
@@ -115,14 +118,22 @@ absl::Status RunProgress::LoadPayloads() {
         StrCat("run ", id.ToString(), " vanished while it was locked"));
   }
   run_.input = std::move(runs[0]->input);
+  std::string unreadable = std::move(runs[0]->unreadable);
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::vector<StepStateRecord>> stored,
       ctx_.tx.GetStepStates(std::span(&id, 1), Fields::kAll));
   for (StepStateRecord& s : stored[0]) {
+    if (s.step_index < 0 || s.step_index >= ctx_.flow.step_count()) continue;
+    if (!s.unreadable.empty()) {
+      AddUnreadable(unreadable,
+                    StrCat("step \"", ctx_.flow.step(s.step_index).shape->slug,
+                           "\": ", s.unreadable));
+    }
     // Outputs set in this transaction are newer than what is stored.
     StepStateRecord& mine = state(s.step_index);
     if (!mine.output.has_value()) mine.output = std::move(s.output);
   }
+  if (!unreadable.empty()) unreadable_payloads_ = UnreadableError(unreadable);
   payloads_loaded_ = true;
   return absl::OkStatus();
 }
@@ -158,6 +169,10 @@ absl::Status RunProgress::ResolveReadyStep(int step) {
   bool needs_input = HasCondition(spec) || s.shape->kind == StepKind::kSingle;
   Json input;
   if (needs_input) {
+    SLUICE_RETURN_IF_ERROR(LoadPayloads());
+    if (!unreadable_payloads_.empty()) {
+      return FailStep(step, unreadable_payloads_);
+    }
     SLUICE_ASSIGN_OR_RETURN(input, StepInput(step));
   }
   if (HasCondition(spec) && !ConditionMet(spec, input)) {
@@ -342,6 +357,7 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
       std::vector<TaskRecord> tasks,
       ctx_.tx.GetUnfinishedTasks(run_.run_id, only_step, Fields::kNoPayloads));
   for (TaskRecord& task : tasks) {
+    task.key.run_id = run_.run_id;  // even if its copy did not decode
     TaskStatus expected = task.status;
     int attempts = task.attempts;
     ctx_.writes.Archive(task.queue_name, task.message_id);
@@ -362,6 +378,9 @@ absl::Status RunProgress::MaybeCompleteRun() {
       SLUICE_RETURN_IF_ERROR(LoadPayloads());  // a leaf finished earlier
       break;
     }
+  }
+  if (!unreadable_payloads_.empty()) {
+    return EndRun(RunStatus::kFailed, unreadable_payloads_);
   }
   boost::json::object output;
   for (const CompiledStep& step : ctx_.flow.steps()) {
@@ -384,9 +403,8 @@ bool RunProgress::WouldComplete(int step, int count) const {
          st.remaining_tasks.value_or(0) - count <= 0;
 }
 
-absl::Status RunProgress::CompleteTasks(
-    int step, int count,
-    std::optional<std::vector<std::optional<Json>>> outputs) {
+absl::Status RunProgress::CompleteTasks(int step, int count,
+                                        std::optional<StepOutputs> outputs) {
   if (ended() || state(step).status != StepStatus::kStarted) {
     return absl::OkStatus();
   }
@@ -400,17 +418,23 @@ absl::Status RunProgress::CompleteTasks(
   }
   if (!outputs) {
     StepRef ref{run_.run_id, step};
-    SLUICE_ASSIGN_OR_RETURN(std::vector<std::vector<std::optional<Json>>> got,
+    SLUICE_ASSIGN_OR_RETURN(std::vector<StepOutputs> got,
                             ctx_.tx.GetTaskOutputs(std::span(&ref, 1)));
     outputs = std::move(got[0]);
   }
+  if (!outputs->unreadable.empty()) {
+    return FailStep(step, UnreadableError(StrCat(
+                              "step \"", ctx_.flow.step(step).shape->slug,
+                              "\": ", outputs->unreadable)));
+  }
+  std::vector<std::optional<Json>>& values = outputs->outputs;
   if (ctx_.flow.step(step).shape->kind == StepKind::kSingle) {
-    Json output = outputs->empty() ? Json() : (*outputs)[0].value_or(Json());
+    Json output = values.empty() ? Json() : values[0].value_or(Json());
     return CompleteStep(step, std::move(output));
   }
   boost::json::array aggregated;
-  aggregated.reserve(outputs->size());
-  for (std::optional<Json>& o : *outputs) {
+  aggregated.reserve(values.size());
+  for (std::optional<Json>& o : values) {
     aggregated.push_back(o ? std::move(*o) : Json());
   }
   return CompleteStep(step, std::move(aggregated));
@@ -437,6 +461,27 @@ absl::Status RunProgress::FailTypeViolation(int step,
     return absl::OkStatus();
   }
   return FailStep(step, error);
+}
+
+absl::Status RunProgress::FailUnreadable(int step, const std::string& error) {
+  if (ended()) return absl::OkStatus();
+  if (step >= 0 && step < ctx_.flow.step_count() &&
+      !IsTerminal(state(step).status)) {
+    return FailStep(step, error);
+  }
+  return EndRun(RunStatus::kFailed, error);
+}
+
+std::string RunProgress::UnreadableState() const {
+  std::string unreadable = run_.unreadable;
+  for (size_t i = 0; i < steps_.size() && i < ctx_.flow.steps().size(); ++i) {
+    if (steps_[i].unreadable.empty()) continue;
+    AddUnreadable(
+        unreadable,
+        StrCat("step \"", ctx_.flow.step(static_cast<int>(i)).shape->slug,
+               "\": ", steps_[i].unreadable));
+  }
+  return unreadable.empty() ? std::string() : UnreadableError(unreadable);
 }
 
 absl::Status RunProgress::Cancel() {

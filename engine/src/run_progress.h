@@ -50,14 +50,21 @@ class RunProgress {
   bool WouldComplete(int step, int count) const;
 
   // `count` tasks of `step` completed (their reports). Ignored unless the
-  // step is started. `outputs`, if given, are the step's task outputs.
-  absl::Status CompleteTasks(
-      int step, int count,
-      std::optional<std::vector<std::optional<Json>>> outputs = std::nullopt);
+  // step is started. `outputs`, if given, are the step's task outputs. An
+  // output that can't be read fails the step (and the run).
+  absl::Status CompleteTasks(int step, int count,
+                             std::optional<StepOutputs> outputs = std::nullopt);
   // A task of `step` used up its attempts: applies when_exhausted.
   absl::Status ExhaustTask(int step, const std::string& error);
   // A task of `step` produced output its dependent map can't use.
   absl::Status FailTypeViolation(int step, const std::string& error);
+  // Stored data of the run can't be read ("stored data unreadable: ..."):
+  // fails `step` if it is still running (-1 for none) and the run, whatever
+  // the step's policies. Ignored once the run has ended.
+  absl::Status FailUnreadable(int step, const std::string& error);
+  // What of the run's state (its row, its step states) did not decode, as
+  // an UnreadableError; empty if everything did.
+  std::string UnreadableState() const;
   // Cancels the run and everything unfinished in it.
   absl::Status Cancel();
 
@@ -81,7 +88,8 @@ class RunProgress {
   void AddRemainingDeps(int step, int delta);
   void AddRemainingSteps(int delta);
 
-  // Reads the run input and stored step outputs, once.
+  // Reads the run input and stored step outputs, once. Payloads that don't
+  // decode are noted in unreadable_payloads_.
   absl::Status LoadPayloads();
   absl::StatusOr<Json> StepInput(int step);
   absl::Status ResolveReadyStep(int step);
@@ -106,6 +114,7 @@ class RunProgress {
   bool run_dirty_ = false;
   bool fresh_;
   bool payloads_loaded_;
+  std::string unreadable_payloads_;  // an UnreadableError, or empty
   // Tasks created by this transaction, by step: handles into the batch.
   std::vector<std::vector<size_t>> new_tasks_;
 };

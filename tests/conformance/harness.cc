@@ -220,4 +220,8 @@ std::vector<std::string> Conformance::LogLines() {
   return *log_;
 }
 
+std::string Conformance::postgres_url() const {
+  return postgres_database_ ? postgres_database_->url() : "";
+}
+
 }  // namespace sluice::testing

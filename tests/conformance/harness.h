@@ -51,6 +51,8 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   ManualClock& clock() { return clock_; }
   Backend& backend() { return *backend_; }
   const std::string& sqlite_path() const { return sqlite_path_; }
+  // The test's Postgres database ("" on other backends).
+  std::string postgres_url() const;
   // Replaces the engine (e.g. to wrap the backend); `backend` must outlive it.
   void UseEngine(Backend& backend, EngineOptions options = {});
   EngineOptions DefaultOptions();

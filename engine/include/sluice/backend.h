@@ -19,7 +19,11 @@
 // - Errors use Abseil's retry meaning: kAborted (serialization failure or a
 //   lost race: retry the transaction), kUnavailable (connection or I/O
 //   trouble: retry later), kAlreadyExists / kNotFound (the record says so),
-//   kInternal (the stored data is corrupt).
+//   kInternal (the store itself is broken: a flow definition that does not
+//   decode, a result of the wrong shape).
+// - A row whose content does not decode never fails a read: the record
+//   comes back with `unreadable` set (see sluice/records.h), so that one
+//   bad row can't block the rows around it.
 // - Row locks: GetRun(..., kForUpdate) locks a run row until the end of the
 //   transaction. The engine locks runs in ascending id order, and a run before
 //   its step states and tasks. Backends whose transactions are exclusive
@@ -197,9 +201,10 @@ class Transaction {
   virtual absl::StatusOr<std::vector<TaskRecord>> ListTasks(
       const RunId& run_id) = 0;
   // For each step, one entry per existing task, in task index order (nullopt
-  // where a task has no output); one entry per step, in order.
-  virtual absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-  GetTaskOutputs(std::span<const StepRef> steps) = 0;
+  // where a task has no output, or an output that does not decode, which
+  // StepOutputs::unreadable then names); one entry per step, in order.
+  virtual absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
+      std::span<const StepRef> steps) = 0;
   // Started tasks whose stall_at is before `now`, earliest first, at most
   // `limit`. Locks them; skips tasks other transactions hold.
   virtual absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(

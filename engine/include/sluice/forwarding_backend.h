@@ -134,7 +134,7 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListTasks"));
     return target_->ListTasks(run_id);
   }
-  absl::StatusOr<std::vector<std::vector<std::optional<Json>>>> GetTaskOutputs(
+  absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetTaskOutputs"));
     return target_->GetTaskOutputs(steps);

@@ -34,6 +34,14 @@ inline constexpr size_t kMaxJsonDepth = 256;
 absl::StatusOr<Json> ParseJson(std::string_view text, std::string_view what,
                                size_t max_bytes = kMaxPayloadBytes);
 
+// Parses JSON a backend read back from storage. Refuses what ParseJson
+// refuses, except that there is no size limit (payloads were checked on the
+// way in): stored text that fails now was written by an older version or
+// edited by hand. Fails with kDataLoss naming `what` and the problem, never
+// quoting the text.
+absl::StatusOr<Json> ParseStoredJson(std::string_view text,
+                                     std::string_view what);
+
 // Compact serialization; numbers round-trip exactly.
 std::string SerializeJson(const Json& value);
 

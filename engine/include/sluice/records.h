@@ -1,5 +1,15 @@
 // The records a backend stores. Backends keep them; the engine decides every
 // transition. Times are the engine clock's; JSON is kept exactly.
+//
+// Unreadable rows. A stored row may hold a value that no longer decodes (a
+// row written by an older version, a hand-edited database): JSON that does
+// not parse or that CheckJsonValue refuses, an enum name or run id that is
+// not recognized. A backend never fails a whole read for that. It returns
+// the record with every field that decoded, leaves the others at their
+// defaults (JSON null, the first enum value: kStarted, kCreated, kQueued,
+// kCompleted; a nil run id), and names each problem in the record's
+// `unreadable` text. The engine takes such a record out of the way (see
+// docs/decisions/0014-unreadable-stored-data.md); admin reads show it.
 #ifndef SLUICE_RECORDS_H_
 #define SLUICE_RECORDS_H_
 
@@ -7,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -81,6 +92,8 @@ struct RunRecord {
   std::string error;
   absl::Time started_at;
   std::optional<absl::Time> finished_at;  // completed, failed or cancelled
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
 };
 
 struct StepStateRecord {
@@ -96,6 +109,8 @@ struct StepStateRecord {
   SkipReason skip_reason = SkipReason::kNone;
   std::optional<absl::Time> started_at;
   std::optional<absl::Time> finished_at;
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
 };
 
 // Identifies a task within its run.
@@ -129,6 +144,8 @@ struct TaskRecord {
   std::optional<absl::Time> stall_at;
   int requeued_count = 0;  // times stall recovery requeued it
   std::string worker_id;   // the worker of the current or last attempt
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
 };
 
 // What happened to a task, for report application.
@@ -136,6 +153,7 @@ enum class ReportKind {
   kCompleted,      // output stored; count it toward its step
   kFailed,         // attempts used up; apply when_exhausted
   kTypeViolation,  // output can't feed a dependent map; fail the run
+  kUnreadable,     // its stored data could not be read; fail the run
 };
 std::string_view ToString(ReportKind kind);
 absl::StatusOr<ReportKind> ParseReportKind(std::string_view text);
@@ -148,6 +166,8 @@ struct OutboxReport {
   std::string flow_slug;
   ReportKind kind = ReportKind::kCompleted;
   absl::Time created_at;
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
 };
 
 // A queue message as pgmq keeps it.
@@ -157,6 +177,8 @@ struct MessageRecord {
   absl::Time enqueued_at;
   absl::Time visible_at;
   Json body;
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
 };
 
 // A message to send: its body and when it becomes visible.
@@ -170,6 +192,21 @@ struct VisibilityUpdate {
   int64_t message_id = 0;
   absl::Time visible_at;
 };
+
+// The task outputs of one step, by task index (nullopt where a task has no
+// output). `unreadable` names the first output that did not decode, whose
+// entry is then nullopt.
+struct StepOutputs {
+  std::vector<std::optional<Json>> outputs;
+  std::string unreadable;
+};
+
+// Appends `problem` to a record's `unreadable` text ("; " between problems).
+void AddUnreadable(std::string& unreadable, std::string_view problem);
+
+// The error a task, step or run gets when its stored data can't be read:
+// "stored data unreadable: <what>".
+std::string UnreadableError(std::string_view what);
 
 // A registered worker.
 struct WorkerRecord {

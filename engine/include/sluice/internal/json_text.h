@@ -18,13 +18,11 @@ namespace sluice::internal {
 
 struct JsonTextOptions {
   size_t max_depth = 256;
-  // Refuse integer literals outside [-2^63, 2^64 - 1] instead of reading
-  // them as (inexact) doubles.
-  bool refuse_wide_integers = true;
 };
 
 // kInvalidArgument, naming `what`, for malformed text, nesting deeper than
-// max_depth, or a refused integer.
+// max_depth, or an integer literal outside [-2^63, 2^64 - 1] (which would
+// otherwise become an inexact double).
 absl::StatusOr<boost::json::value> ParseJsonText(
     std::string_view text, std::string_view what,
     const JsonTextOptions& options);

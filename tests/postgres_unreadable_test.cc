@@ -1,0 +1,191 @@
+// Rows of a Postgres database that no longer decode (edited by hand, or
+// written by an older version) are taken out of the way one by one: each
+// fails only its own task and run, and the claim, the sweep and listing go
+// on with the rest. See docs/decisions/0014-unreadable-stored-data.md.
+//
+// Postgres' `json` columns only take valid JSON syntax, so the values here
+// are ones it accepts and Sluice can't use: a number past the double range,
+// a lone UTF-16 surrogate, nesting over the depth limit. Status and kind
+// columns are plain text. Skips when SLUICE_TEST_POSTGRES_URL is unset.
+#include "unreadable_test_support.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+class PostgresUnreadable : public Unreadable {
+ protected:
+  // `sql` with "$run" replaced by the run's id.
+  void CorruptRun(std::string sql, const RunId& run) {
+    size_t at = sql.find("$run");
+    if (at != std::string::npos) {
+      sql.replace(at, 4, StrCat("'", run.ToString(), "'::uuid"));
+    }
+    Corrupt(sql);
+  }
+};
+
+std::string Nested(int depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
+const std::vector<std::string>& BadJsonValues() {
+  static const std::vector<std::string> kValues = {
+      R"('{"a":1e99999}')", R"('"\ud800"')", "'" + Nested(300) + "'"};
+  return kValues;
+}
+
+TEST_P(PostgresUnreadable, TaskInput_FailsOnlyItsTaskAndRun) {
+  for (const std::string& value : BadJsonValues()) {
+    SCOPED_TRACE(value.substr(0, 40));
+    ResetBackend();
+    Flow flow = Job();
+    Deploy(flow);
+    RunId healthy = Start(flow, J(R"({"n":1})"));
+    RunId bad = Start(flow, J(R"({"n":2})"));
+    CorruptRun(
+        "UPDATE sluice.tasks SET input = " + value + " WHERE run_id = $run",
+        bad);
+
+    EXPECT_EQ(Drive(flow), 1);
+
+    ExpectCompleted(healthy);
+    ExpectTaskFailedUnreadable(bad, "job", "task input");
+    ExpectFailedUnreadable(bad, "task input");
+    EXPECT_EQ(PendingReports(), 0);
+  }
+}
+
+TEST_P(PostgresUnreadable, TaskStatus_ArchivesItsMessage_AndOthersAreClaimed) {
+  Flow flow = Job();
+  Deploy(flow);
+  RunId healthy = Start(flow, J("1"));
+  RunId bad = Start(flow, J("2"));
+  TaskRecord bad_task = TaskOf(bad, "job");
+  CorruptRun("UPDATE sluice.tasks SET status = 'bogus' WHERE run_id = $run",
+             bad);
+
+  EXPECT_EQ(Drive(flow), 1);
+
+  ExpectCompleted(healthy);
+  ExpectFailedUnreadable(bad, "\"bogus\"");
+  EXPECT_THAT(TaskOf(bad, "job").unreadable, HasSubstr("\"bogus\""));
+  EXPECT_TRUE(MessageOf(bad_task)->archived);
+}
+
+TEST_P(PostgresUnreadable, MessageBody_NeverStopsAClaim_AndReadsAsUnreadable) {
+  Flow flow = Job();
+  Deploy(flow);
+  RunId first = Start(flow, J("1"));
+  RunId second = Start(flow, J("2"));
+  TaskRecord task = TaskOf(first, "job");
+  // jsonb keeps 1e400 as a 401-digit integer, past what Sluice reads.
+  Corrupt(StrCat("UPDATE pgmq.q_", task.queue_name,
+                 " SET message = '{\"a\":1e400}'::jsonb WHERE msg_id = ",
+                 task.message_id));
+
+  EXPECT_EQ(Drive(flow), 2);  // claims use the task's input, not the body
+
+  ExpectCompleted(first);
+  ExpectCompleted(second);
+  std::optional<MessageLocation> message = MessageOf(task);
+  ASSERT_TRUE(message.has_value());
+  EXPECT_TRUE(message->archived);
+  EXPECT_THAT(message->message.unreadable, HasSubstr("message body"));
+}
+
+TEST_P(PostgresUnreadable, ReportKind_FailsItsRun_AndOtherReportsApply) {
+  Flow flow = Job();
+  Deploy(flow);
+  RunId healthy = Start(flow, J("1"));
+  RunId bad = Start(flow, J("2"));
+  ASSERT_THAT(FinishLeavingReports(flow), SizeIs(2));
+  CorruptRun("UPDATE sluice.outbox SET kind = 'bogus' WHERE run_id = $run",
+             bad);
+
+  absl::StatusOr<int> applied = engine().ApplyStaleReports(100);
+
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(*applied, 2);
+  ExpectCompleted(healthy);
+  ExpectFailedUnreadable(bad, "outbox report");
+  EXPECT_EQ(PendingReports(), 0);
+}
+
+TEST_P(PostgresUnreadable, TaskOutput_FailsItsRun_AndOtherReportsApply) {
+  for (const std::string& value : BadJsonValues()) {
+    SCOPED_TRACE(value.substr(0, 40));
+    ResetBackend();
+    Flow flow = Job();
+    Deploy(flow);
+    RunId healthy = Start(flow, J("1"));
+    RunId bad = Start(flow, J("2"));
+    ASSERT_THAT(FinishLeavingReports(flow), SizeIs(2));
+    CorruptRun(
+        "UPDATE sluice.tasks SET output = " + value + " WHERE run_id = $run",
+        bad);
+
+    absl::StatusOr<int> applied = engine().ApplyStaleReports(100);
+
+    ASSERT_TRUE(applied.ok()) << applied.status();
+    EXPECT_EQ(*applied, 2);
+    ExpectCompleted(healthy);
+    ExpectFailedUnreadable(bad, "task output of task 0");
+  }
+}
+
+TEST_P(PostgresUnreadable, RunInput_IsListed_AndFailsItsRunWhenNeeded) {
+  Flow flow = Chain();
+  Deploy(flow);
+  RunId healthy = Start(flow, J(R"({"n":1})"));
+  RunId bad = Start(flow, J(R"({"n":2})"));
+  CorruptRun(R"(UPDATE sluice.runs SET input = '{"n":1e99999}' )"
+             "WHERE run_id = $run",
+             bad);
+
+  absl::StatusOr<std::vector<RunRecord>> listed = engine().ListRuns("", 10);
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  ASSERT_THAT(*listed, SizeIs(2));
+  for (const RunRecord& run : *listed) {
+    if (run.run_id == bad) {
+      EXPECT_TRUE(run.input.is_null());
+      EXPECT_THAT(run.unreadable, HasSubstr("run input"));
+    } else {
+      EXPECT_EQ(run.unreadable, "");
+    }
+  }
+  EXPECT_THAT(View(bad).run.unreadable, HasSubstr("not finite"));
+
+  // "first" reads its own stored input; "second" needs the run input.
+  EXPECT_EQ(Drive(flow), 3);
+
+  ExpectCompleted(healthy);
+  ExpectFailedUnreadable(bad, "run input");
+  EXPECT_EQ(StepOf(View(bad), "second").status, StepStatus::kFailed);
+}
+
+TEST_P(PostgresUnreadable, StepStatus_FailsItsRun_WhenAReportArrives) {
+  Flow flow = Chain();
+  Deploy(flow);
+  RunId healthy = Start(flow, J("1"));
+  RunId bad = Start(flow, J("2"));
+  CorruptRun(
+      "UPDATE sluice.step_states SET status = 'lost' "
+      "WHERE run_id = $run AND step_index = 1",
+      bad);
+
+  Drive(flow);
+
+  ExpectCompleted(healthy);
+  ExpectFailedUnreadable(bad, "\"lost\"");
+}
+
+INSTANTIATE_TEST_SUITE_P(Postgres, PostgresUnreadable,
+                         ::testing::Values("postgres"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace sluice::testing
