@@ -17,6 +17,7 @@
 #define SLUICE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -50,6 +51,10 @@ struct EngineOptions {
   // The reconcile path applies reports older than this.
   absl::Duration report_stale_after = absl::Seconds(10);
   size_t max_payload_bytes = kMaxPayloadBytes;
+  // Makes the id of each new run; unset means RunId::Random() (time-ordered,
+  // from the wall clock and a random source). A deterministic simulation sets
+  // a seeded source so that the same seed repeats exactly.
+  std::function<RunId()> run_id_source;
 };
 
 enum class DeployOutcome {
