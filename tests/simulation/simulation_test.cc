@@ -9,9 +9,14 @@
 namespace sluice::simulation {
 namespace {
 
-// Seeds the test runs: sized to stay well under a minute in the Debug
-// AddressSanitizer build on two cores (docs/simulation.md has the figures).
-constexpr uint64_t kSeeds = 2000;
+// The test runs 2,000 seeds of 60 steps and at most 8 runs each, in 8 shards
+// that ctest runs two at a time: about 50 ms of CPU a seed in the Debug
+// AddressSanitizer build, so under a minute on two cores. sluice-sim runs
+// longer seeds (150 steps, 16 runs) and as many as you like.
+constexpr int kShards = 8;
+constexpr uint64_t kSeedsPerShard = 250;
+constexpr int kSteps = 60;
+constexpr int kMaxRuns = 8;
 
 std::vector<std::string> TraceOf(uint64_t seed) {
   std::vector<std::string> lines;
@@ -23,14 +28,19 @@ std::vector<std::string> TraceOf(uint64_t seed) {
   return lines;
 }
 
-TEST(Simulation, ManySeeds_KeepEveryInvariant) {
+class SimulationSeeds : public ::testing::TestWithParam<int> {};
+
+TEST_P(SimulationSeeds, EverySeed_KeepsEveryInvariant) {
   SimResult totals;
-  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
-    SimResult r = Simulate({.seed = seed});
+  uint64_t first = static_cast<uint64_t>(GetParam()) * kSeedsPerShard + 1;
+  for (uint64_t seed = first; seed < first + kSeedsPerShard; ++seed) {
+    SimResult r =
+        Simulate({.seed = seed, .steps = kSteps, .max_runs = kMaxRuns});
     ASSERT_FALSE(r.violation.has_value())
         << "seed " << seed << " broke " << r.violation->invariant
         << " after step " << r.failed_step << ": " << r.violation->detail
-        << "\nreplay: sluice-sim --seed " << seed << " --trace";
+        << "\nreplay: sluice-sim --seed " << seed << " --steps " << kSteps
+        << " --max-runs " << kMaxRuns << " --trace";
     totals.runs_started += r.runs_started;
     totals.runs_completed += r.runs_completed;
     totals.runs_failed += r.runs_failed;
@@ -47,6 +57,8 @@ TEST(Simulation, ManySeeds_KeepEveryInvariant) {
   EXPECT_GT(totals.injected_failures, 0);
   EXPECT_GT(totals.tasks_claimed, totals.runs_started);
 }
+
+INSTANTIATE_TEST_SUITE_P(Shards, SimulationSeeds, ::testing::Range(0, kShards));
 
 TEST(Simulation, SameSeed_ReplaysTheSameTrace) {
   std::vector<std::string> first = TraceOf(7);
