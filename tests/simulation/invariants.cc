@@ -271,8 +271,12 @@ std::optional<Violation> InvariantChecker::CheckEndedRun(
       break;
     }
     case RunStatus::kFailed:
+      // The causes the simulator makes: its handler failures, stalls, and
+      // outputs the engine must refuse (a NaN, a non-array for a map).
       if (run.error.find(kSimFailure) == std::string::npos &&
-          run.error.rfind("stalled:", 0) != 0) {
+          run.error.rfind("stalled:", 0) != 0 &&
+          run.error.rfind("handler output", 0) != 0 &&
+          run.error.rfind("[TYPE_VIOLATION]", 0) != 0) {
         return Broken("failed-run-unexplained",
                       StrCat(context.name, " failed: ", run.error));
       }

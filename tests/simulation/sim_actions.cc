@@ -1,6 +1,7 @@
 // The simulator's steps: each drives one engine call (or a few, as a worker
 // would) and traces what it did.
 #include <algorithm>
+#include <limits>
 #include <utility>
 
 #include "sim_world.h"
@@ -82,6 +83,12 @@ InFlight World::RunHandler(const ClaimedTask& task) {
     f.hangs = true;
   } else if (random_.Chance(profile_.handler_fatal)) {
     f.outcome = NonRetryable(StrCat(kSimFailure, ": fatal"));
+  } else if (random_.Chance(profile_.handler_poison)) {
+    // The one step whose output feeds a map gets a non-array (a type
+    // violation); any other step a NaN (refused as handler output).
+    bool feeds_map = task.flow_slug == "fanout" && task.key.step_index == 0;
+    f.outcome = feeds_map ? Json("not an array")
+                          : Json(std::numeric_limits<double>::quiet_NaN());
   } else if (random_.Chance(profile_.handler_fails)) {
     f.outcome = random_.Chance(0.25)
                     ? RetryAfter(absl::Seconds(random_.Between(0, 20)),

@@ -46,6 +46,9 @@ struct SimProfile {
   double handler_fails = 0;  // attempts that fail (retryable)
   double handler_fatal = 0;  // attempts that fail for good
   double handler_hangs = 0;  // attempts whose handler never returns
+  // Attempts that return a value the engine must refuse: NaN, or a non-array
+  // where a map step needs one.
+  double handler_poison = 0;
   int workers = 1;
   int crash_weight = 0;
 };

@@ -24,6 +24,7 @@ SimProfile DrawProfile(SimRandom& random) {
   p.handler_fails = static_cast<double>(random.Between(0, 30)) / 100;
   p.handler_fatal = static_cast<double>(random.Between(0, 3)) / 100;
   p.handler_hangs = static_cast<double>(random.Between(0, 8)) / 100;
+  p.handler_poison = static_cast<double>(random.Between(0, 2)) / 100;
   p.workers = static_cast<int>(random.Between(1, 6));
   p.crash_weight = static_cast<int>(random.Between(0, 2));
   return p;
@@ -125,11 +126,11 @@ bool World::Expect(const absl::Status& status, int64_t injected_before,
 
 SimResult World::Run() {
   Trace(absl::StrFormat(
-      "seed %d: fault rate %.2f, handler fails %.2f fatal %.2f hangs %.2f, "
-      "%d workers, crash weight %d",
+      "seed %d: fault rate %.2f, handler fails %.2f fatal %.2f hangs %.2f "
+      "poison %.2f, %d workers, crash weight %d",
       options_.seed, profile_.fault_rate, profile_.handler_fails,
-      profile_.handler_fatal, profile_.handler_hangs, profile_.workers,
-      profile_.crash_weight));
+      profile_.handler_fatal, profile_.handler_hangs, profile_.handler_poison,
+      profile_.workers, profile_.crash_weight));
   for (const SimFlow& flow : flows_) {
     int64_t before = faulty_->injected();
     if (!Expect(engine_->Deploy(flow.flow).status(), before, "deploy")) {
