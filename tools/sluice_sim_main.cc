@@ -41,12 +41,14 @@ struct Args {
   SimOptions sim;
 };
 
-bool ParseNumber(const std::string& flag, const char* text, uint64_t max,
-                 uint64_t* out) {
-  if (!absl::SimpleAtoi(text, out) || *out > max) {
+bool ParseNumber(const std::string& flag, const char* text, uint64_t min,
+                 uint64_t max, uint64_t* out) {
+  if (!absl::SimpleAtoi(text, out) || *out < min || *out > max) {
     std::fprintf(stderr,
-                 "sluice-sim: %s needs a number from 0 to %llu, not \"%s\"\n",
-                 flag.c_str(), static_cast<unsigned long long>(max), text);
+                 "sluice-sim: %s needs a number from %llu to %llu, not "
+                 "\"%s\"\n",
+                 flag.c_str(), static_cast<unsigned long long>(min),
+                 static_cast<unsigned long long>(max), text);
     return false;
   }
   return true;
@@ -73,22 +75,22 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
     const char* value = argv[++i];
     uint64_t n = 0;
     if (flag == "--seed") {
-      if (!ParseNumber(flag, value, kAny, &n)) return std::nullopt;
+      if (!ParseNumber(flag, value, 0, kAny, &n)) return std::nullopt;
       args.seed = n;
     } else if (flag == "--seeds") {
-      if (!ParseNumber(flag, value, kAny, &n)) return std::nullopt;
+      if (!ParseNumber(flag, value, 0, kAny, &n)) return std::nullopt;
       args.seeds = n;
     } else if (flag == "--first") {
-      if (!ParseNumber(flag, value, kAny, &n)) return std::nullopt;
+      if (!ParseNumber(flag, value, 0, kAny, &n)) return std::nullopt;
       args.first = n;
     } else if (flag == "--jobs") {
-      if (!ParseNumber(flag, value, 256, &n) || n == 0) return std::nullopt;
+      if (!ParseNumber(flag, value, 1, 256, &n)) return std::nullopt;
       args.jobs = static_cast<int>(n);
     } else if (flag == "--steps") {
-      if (!ParseNumber(flag, value, 1'000'000, &n)) return std::nullopt;
+      if (!ParseNumber(flag, value, 0, 1'000'000, &n)) return std::nullopt;
       args.sim.steps = static_cast<int>(n);
     } else if (flag == "--max-runs") {
-      if (!ParseNumber(flag, value, 10'000, &n) || n == 0) return std::nullopt;
+      if (!ParseNumber(flag, value, 1, 10'000, &n)) return std::nullopt;
       args.sim.max_runs = static_cast<int>(n);
     } else {
       std::fprintf(stderr, "sluice-sim: unknown option %s\n%s", flag.c_str(),
@@ -108,12 +110,20 @@ std::optional<Args> ParseArgs(int argc, char** argv) {
   return args;
 }
 
-void PrintFailure(const SimResult& r) {
+void PrintFailure(const SimResult& r, const SimOptions& options) {
   std::printf("seed %llu FAILED after step %d: %s\n  %s\n",
               static_cast<unsigned long long>(r.seed), r.failed_step,
               r.violation->invariant.c_str(), r.violation->detail.c_str());
-  std::printf("replay: sluice-sim --seed %llu --trace\n",
-              static_cast<unsigned long long>(r.seed));
+  std::string sizes;
+  SimOptions defaults;
+  if (options.steps != defaults.steps) {
+    sizes += " --steps " + std::to_string(options.steps);
+  }
+  if (options.max_runs != defaults.max_runs) {
+    sizes += " --max-runs " + std::to_string(options.max_runs);
+  }
+  std::printf("replay: sluice-sim --seed %llu%s --trace\n",
+              static_cast<unsigned long long>(r.seed), sizes.c_str());
 }
 
 int RunOne(const Args& args) {
@@ -127,7 +137,7 @@ int RunOne(const Args& args) {
   }
   SimResult r = Simulate(options);
   if (r.violation) {
-    PrintFailure(r);
+    PrintFailure(r, options);
     return 1;
   }
   std::printf(
@@ -187,7 +197,7 @@ int RunMany(const Args& args) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started)
           .count();
   if (first_failure) {
-    PrintFailure(*first_failure);
+    PrintFailure(*first_failure, args.sim);
     return 1;
   }
   std::printf(
