@@ -266,7 +266,8 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
   std::vector<RunId> ids;
   ids.reserve(inputs.size());
   for (const Json& input : inputs) {
-    RunId id = RunId::Random();
+    RunId id = impl_->options().run_id_source ? impl_->options().run_id_source()
+                                              : RunId::Random();
     RunProgress run = RunProgress::ForNewRun(context, id, input);
     SLUICE_RETURN_IF_ERROR(run.Advance());
     run.Finish();

@@ -17,6 +17,7 @@
 #define SLUICE_ENGINE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -55,6 +56,10 @@ struct EngineOptions {
   // Keep it well above heartbeat intervals and Coverage()'s liveness;
   // InfiniteDuration() keeps every row.
   absl::Duration worker_retention = absl::Hours(1);
+  // Makes the id of each new run; unset means RunId::Random() (time-ordered,
+  // from the wall clock and a random source). A deterministic simulation sets
+  // a seeded source so that the same seed repeats exactly.
+  std::function<RunId()> run_id_source;
 };
 
 enum class DeployOutcome {
