@@ -299,12 +299,12 @@ class WrongOutputsBackend : public ForwardingBackend {
     class Tx : public ForwardingTransaction {
      public:
       using ForwardingTransaction::ForwardingTransaction;
-      absl::StatusOr<std::vector<std::vector<std::optional<Json>>>>
-      GetTaskOutputs(std::span<const StepRef> steps) override {
+      absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
+          std::span<const StepRef> steps) override {
         auto outputs = ForwardingTransaction::GetTaskOutputs(steps);
         if (!outputs.ok()) return outputs;
         for (auto& step : *outputs) {
-          for (auto& output : step) {
+          for (auto& output : step.outputs) {
             if (output && output->is_int64()) *output = output->as_int64() + 1;
           }
         }
