@@ -64,7 +64,9 @@ std::string RedactQueryPasswords(std::string url, size_t from) {
             kPasswordKey) {
       url.replace(equals + 1, end - equals - 1, kHidden);
     }
-    start = url.find('&', key);
+    // From the next separator of either kind: an '&' before the '?' (in a
+    // malformed host) must not hide the query that follows.
+    start = url.find_first_of("?&", key);
   }
   return url;
 }

@@ -2,7 +2,8 @@
 # Installs the Debian 12 packages Sluice builds and tests with. Safe to run
 # again: it installs only what is missing. The PostgreSQL 15 server is for the
 # tests' throwaway clusters (scripts/pg_cluster.sh); they run in their own
-# directories, so Debian's default cluster may stay stopped.
+# directories, so Debian's default cluster may stay stopped. clang-14 builds the
+# libFuzzer targets (scripts/fuzz.sh); ccache, when present, speeds rebuilds.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   postgresql-15 postgresql-client-15
   libabsl-dev libboost1.81-dev libboost-json1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  clang-14 ccache
 )
 
 missing=()

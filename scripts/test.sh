@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Builds everything with warnings as errors under AddressSanitizer and
-# UndefinedBehaviorSanitizer, then runs every test on every backend.
+# UndefinedBehaviorSanitizer, then runs every test on every backend, then
+# runs each libFuzzer target for SLUICE_FUZZ_SECONDS (default 15) from its
+# seed corpus (scripts/fuzz.sh; run it alone for longer).
 #
 # The Postgres tests use SLUICE_TEST_POSTGRES_URL. When it is not set, this
 # script starts a throwaway PostgreSQL 15 cluster (fsync off) in a fresh
@@ -10,8 +12,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 ./scripts/bootstrap.sh
+launcher=()
+if command -v ccache >/dev/null; then
+  launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DSLUICE_WERROR=ON -DSLUICE_SANITIZE=ON >/dev/null
+  -DSLUICE_WERROR=ON -DSLUICE_SANITIZE=ON "${launcher[@]}" >/dev/null
 cmake --build build/test
 
 if [ -z "${SLUICE_TEST_POSTGRES_URL:-}" ]; then
@@ -43,4 +49,5 @@ export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 ctest --test-dir build/test --output-on-failure -j2 || status=$?
+./scripts/fuzz.sh "${SLUICE_FUZZ_SECONDS:-15}" || status=$?
 exit "$status"

@@ -33,6 +33,12 @@ TEST(RedactUrlTest, QueryPassword_IsHidden) {
             "postgresql://db/app?pass%77ord=***");
 }
 
+TEST(RedactUrlTest, QueryPasswordAfterAnAmpersandInTheHost_IsHidden) {
+  // Found by fuzz/backend_url_fuzzer.cc.
+  EXPECT_EQ(RedactUrl("postgres://&/app?password=s3cret/p"),
+            "postgres://&/app?password=***");
+}
+
 TEST(RedactUrlTest, KeywordValuePassword_IsHidden) {
   EXPECT_EQ(RedactUrl("host=db password=s3cret user=app"),
             "host=db password=*** user=app");

@@ -1,9 +1,8 @@
 // Backend URLs with their secrets hidden, for error messages and logs.
 //
-//   RedactUrl("postgresql://app:s3cret@db/app")  ->
-//   "postgresql://app:***@db/app" RedactUrl("postgresql://db/app?password=x")
-//   -> "postgresql://db/app?password=***" RedactUrl("host=db password='a b'
-//   user=app")  -> "host=db password=*** user=app"
+//   postgresql://app:s3cret@db/app      ->  postgresql://app:***@db/app
+//   postgresql://db/app?password=x      ->  postgresql://db/app?password=***
+//   host=db password='a b' user=app     ->  host=db password=*** user=app
 //
 // Every message that shows a backend URL shows RedactUrl(url), never the URL
 // itself. It works on malformed URLs too, erring on the side of hiding: in
