@@ -1,6 +1,6 @@
-// A fixture for worker tests whose backend misbehaves on demand: the engine
-// runs over a FaultyBackend wrapping the test's backend. Tests wait on
-// conditions with a deadline, never on sleeps.
+// Fixtures for worker tests: WorkerConformance runs workers over the test's
+// backend; FaultyWorkers over a FaultyBackend wrapping it, which misbehaves
+// on demand. Tests wait on conditions with a deadline, never on sleeps.
 #ifndef SLUICE_TESTS_CONFORMANCE_WORKER_FIXTURE_H_
 #define SLUICE_TESTS_CONFORMANCE_WORKER_FIXTURE_H_
 
@@ -20,13 +20,17 @@ namespace sluice::testing {
 
 inline constexpr absl::Duration kWorkerTestDeadline = absl::Seconds(30);
 
-class FaultyWorkers : public Conformance {
+// Workers over the test's backend, with a record of the runs that ended.
+class WorkerConformance : public Conformance {
  protected:
   void SetUp() override {
     Conformance::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;
-    faulty_ = std::make_unique<FaultyBackend>(backend());
-    UseEngine(*faulty_);
+    if (IsSkipped() || HasFatalFailure()) return;  // no backend to watch
+    WatchRunEnds();
+  }
+
+  // Records every run that completes or fails on the current engine.
+  void WatchRunEnds() {
     engine().Subscribe([this](const Event& e) {
       absl::MutexLock lock(&mu_);
       if (e.kind == EventKind::kRunCompleted ||
@@ -35,8 +39,6 @@ class FaultyWorkers : public Conformance {
       }
     });
   }
-
-  FaultyBackend& faulty() { return *faulty_; }
 
   // Waits until every run in `runs` ends; false on timeout.
   bool AwaitRunsEnd(const std::vector<RunId>& runs) {
@@ -66,6 +68,24 @@ class FaultyWorkers : public Conformance {
     return worker.ok() ? std::move(*worker) : nullptr;
   }
 
+  bool AwaitRunEnd(const RunId& run) { return AwaitRunsEnd({run}); }
+
+  absl::Mutex mu_;
+  std::vector<RunId> ended_ ABSL_GUARDED_BY(mu_);
+};
+
+class FaultyWorkers : public WorkerConformance {
+ protected:
+  void SetUp() override {
+    Conformance::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    faulty_ = std::make_unique<FaultyBackend>(backend());
+    UseEngine(*faulty_);
+    WatchRunEnds();
+  }
+
+  FaultyBackend& faulty() { return *faulty_; }
+
   // Calls worker.Stop() on another thread and waits for it at most
   // `timeout`. Returns its status, or nullopt if it had not returned; then
   // the backend's faults are cleared so that it can, and it is joined.
@@ -93,8 +113,6 @@ class FaultyWorkers : public Conformance {
 
  private:
   std::unique_ptr<FaultyBackend> faulty_;
-  absl::Mutex mu_;
-  std::vector<RunId> ended_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace sluice::testing

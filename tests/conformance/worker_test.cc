@@ -8,6 +8,7 @@
 #include "boost/json/value_from.hpp"
 #include "boost/json/value_to.hpp"
 #include "harness.h"
+#include "worker_fixture.h"
 
 namespace sluice::testing {
 
@@ -32,51 +33,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr absl::Duration kDeadline = absl::Seconds(30);
+constexpr absl::Duration kDeadline = kWorkerTestDeadline;
 
-class Workers : public Conformance {
- protected:
-  void SetUp() override {
-    Conformance::SetUp();
-    if (IsSkipped() || HasFatalFailure()) return;  // no backend to watch
-    engine().Subscribe([this](const Event& e) {
-      absl::MutexLock lock(&mu_);
-      if (e.kind == EventKind::kRunCompleted ||
-          e.kind == EventKind::kRunFailed) {
-        ended_.push_back(e.run_id);
-      }
-    });
-  }
-
-  // Waits until `run` ends; false on timeout.
-  bool AwaitRunEnd(const RunId& run) {
-    absl::MutexLock lock(&mu_);
-    auto ended = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-      return std::find(ended_.begin(), ended_.end(), run) != ended_.end();
-    };
-    return mu_.AwaitWithTimeout(absl::Condition(&ended), kDeadline);
-  }
-
-  static WorkerOptions Fast(int concurrency = 4) {
-    WorkerOptions o;
-    o.concurrency = concurrency;
-    o.batch_size = 10;
-    o.poll_interval = absl::Hours(1);  // only signals wake these workers
-    o.heartbeat_interval = absl::Milliseconds(20);
-    o.sweep_interval = absl::ZeroDuration();
-    return o;
-  }
-
-  std::unique_ptr<Worker> StartWorker(const Flow& flow, WorkerOptions options) {
-    absl::StatusOr<std::unique_ptr<Worker>> worker =
-        engine().StartWorker(flow, options);
-    EXPECT_TRUE(worker.ok()) << worker.status();
-    return worker.ok() ? std::move(*worker) : nullptr;
-  }
-
-  absl::Mutex mu_;
-  std::vector<RunId> ended_ ABSL_GUARDED_BY(mu_);
-};
+class Workers : public WorkerConformance {};
 
 TEST_P(Workers, Worker_RunsAFlowWithAMapStepToCompletion) {
   Flow flow("worker_pipeline");
