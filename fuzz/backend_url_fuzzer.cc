@@ -4,21 +4,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <string>
 
+#include "fuzz_check.h"
 #include "sluice/redact_url.h"
 
 namespace {
 
-void Check(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Check;
 
 // The password libpq reads from `url`, or "" when it reads none.
 std::string PasswordOf(const std::string& url) {

@@ -4,11 +4,10 @@
 // (CheckJsonPayload), so a value ParseJson accepts must pass them too.
 #include <cstddef>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string_view>
 
+#include "fuzz_check.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
 #include "sluice/flow.h"
@@ -16,12 +15,7 @@
 
 namespace {
 
-void Check(bool condition, const char* what) {
-  if (!condition) {
-    std::fprintf(stderr, "invariant broken: %s\n", what);
-    std::abort();
-  }
-}
+using sluice::fuzz::Check;
 
 sluice::Engine& FuzzEngine() {
   static sluice::Engine* engine = [] {
