@@ -582,13 +582,16 @@ TEST_P(BackendContractTest, Drop_AfterALargeTransaction_RestoresEveryRecord) {
   }
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_THAT(ValueOf(tx->ListRuns("", 10)), IsEmpty());
+    EXPECT_THAT(ValueOf(tx->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll)),
+                IsEmpty());
     EXPECT_THAT(ValueOf(tx->ListTasks(RunNo(kCount))), IsEmpty());
   }
   Committed(insert_all);
   std::unique_ptr<Transaction> tx = Begin();
-  EXPECT_EQ(ValueOf(tx->ListRuns("", 2 * kCount)).size(),
-            static_cast<size_t>(kCount));
+  EXPECT_EQ(
+      ValueOf(tx->ListRuns(RunQuery::OfFlow("", 2 * kCount), Fields::kAll))
+          .size(),
+      static_cast<size_t>(kCount));
   EXPECT_THAT(TaskIndexesOf(ValueOf(tx->ListTasks(RunNo(kCount)))),
               ElementsAre(0));
 }
@@ -614,7 +617,7 @@ TEST_P(BackendContractTest, CallsAfterCommit_FailWithFailedPrecondition) {
   EXPECT_EQ(CodeOf(tx->Commit()), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(CodeOf(tx->InsertRuns(Movable({MakeRun(1)}))),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(CodeOf(tx->ListRuns("", 10)),
+  EXPECT_EQ(CodeOf(tx->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll)),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -766,7 +769,9 @@ TEST_P(BackendContractTest, InsertRuns_SameIdTwiceInOneBatch_FailsAndAddsNone) {
     EXPECT_EQ(CodeOf(tx->InsertRuns(Movable({MakeRun(1), MakeRun(1)}))),
               absl::StatusCode::kAlreadyExists);
   }
-  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> runs, Begin()->ListRuns("", 10));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<RunRecord> runs,
+      Begin()->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll));
   EXPECT_THAT(runs, IsEmpty());
 }
 
@@ -884,15 +889,20 @@ TEST_P(BackendContractTest, ListRuns_ReturnsNewestFirstUpToTheLimit) {
                  MakeRun(3, "greet", At(20))})));
   });
   std::unique_ptr<Transaction> tx = Begin();
-  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> all, tx->ListRuns("greet", 10));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<RunRecord> all,
+      tx->ListRuns(RunQuery::OfFlow("greet", 10), Fields::kAll));
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].run_id, RunNo(2));
   EXPECT_EQ(all[1].run_id, RunNo(3));
   EXPECT_EQ(all[2].run_id, RunNo(1));
-  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> two, tx->ListRuns("greet", 2));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<RunRecord> two,
+      tx->ListRuns(RunQuery::OfFlow("greet", 2), Fields::kAll));
   ASSERT_EQ(two.size(), 2u);
   EXPECT_EQ(two[1].run_id, RunNo(3));
-  EXPECT_THAT(ValueOf(tx->ListRuns("greet", 0)), IsEmpty());
+  EXPECT_THAT(ValueOf(tx->ListRuns(RunQuery::OfFlow("greet", 0), Fields::kAll)),
+              IsEmpty());
 }
 
 TEST_P(BackendContractTest, ListRuns_FiltersByFlowOrListsAllFlows) {
@@ -902,16 +912,19 @@ TEST_P(BackendContractTest, ListRuns_FiltersByFlowOrListsAllFlows) {
                  MakeRun(3, "a", At(3)), MakeRun(4, "c", At(4))})));
   });
   std::unique_ptr<Transaction> tx = Begin();
-  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> a, tx->ListRuns("a", 10));
+  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> a,
+                       tx->ListRuns(RunQuery::OfFlow("a", 10), Fields::kAll));
   ASSERT_EQ(a.size(), 2u);
   EXPECT_EQ(a[0].run_id, RunNo(3));
   EXPECT_EQ(a[1].run_id, RunNo(1));
-  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> all, tx->ListRuns("", 3));
+  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> all,
+                       tx->ListRuns(RunQuery::OfFlow("", 3), Fields::kAll));
   ASSERT_EQ(all.size(), 3u);
   EXPECT_EQ(all[0].run_id, RunNo(4));
   EXPECT_EQ(all[1].run_id, RunNo(3));
   EXPECT_EQ(all[2].run_id, RunNo(2));
-  EXPECT_THAT(ValueOf(tx->ListRuns("none", 10)), IsEmpty());
+  EXPECT_THAT(ValueOf(tx->ListRuns(RunQuery::OfFlow("none", 10), Fields::kAll)),
+              IsEmpty());
 }
 
 TEST_P(BackendContractTest, ListRuns_SameStartTime_ListsTheLaterInsertFirst) {
@@ -921,7 +934,9 @@ TEST_P(BackendContractTest, ListRuns_SameStartTime_ListsTheLaterInsertFirst) {
   Committed([](Transaction& tx) {
     ASSERT_OK(tx.InsertRuns(Movable({MakeRun(9), MakeRun(1)})));
   });
-  ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> runs, Begin()->ListRuns("", 10));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<RunRecord> runs,
+      Begin()->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll));
   std::vector<RunId> ids;
   for (const RunRecord& r : runs) ids.push_back(r.run_id);
   EXPECT_THAT(ids, ElementsAre(RunNo(1), RunNo(9), RunNo(2), RunNo(5)));
@@ -1878,7 +1893,9 @@ TEST_P(BackendContractTest, Limits_ZeroOrNegative_TakeAndListNothing) {
   });
   std::unique_ptr<Transaction> tx = Begin();
   for (int limit : {0, -1}) {
-    EXPECT_THAT(ValueOf(tx->ListRuns("", limit)), IsEmpty());
+    EXPECT_THAT(
+        ValueOf(tx->ListRuns(RunQuery::OfFlow("", limit), Fields::kAll)),
+        IsEmpty());
     EXPECT_THAT(ValueOf(tx->FindFinishedRuns(At(100), limit)), IsEmpty());
     EXPECT_THAT(ValueOf(tx->FindStalledTasks(At(100), limit, Fields::kAll)),
                 IsEmpty());
@@ -1928,7 +1945,8 @@ std::string Snapshot(Backend& backend, const Universe& u) {
   for (const FlowRecord& f : ValueOf(tx->ListFlows())) {
     StrAppend(&out, "flow ", f.slug, "\n");
   }
-  for (const RunRecord& r : ValueOf(tx->ListRuns("", 1000))) {
+  for (const RunRecord& r :
+       ValueOf(tx->ListRuns(RunQuery::OfFlow("", 1000), Fields::kAll))) {
     StrAppend(&out, "run ", Describe(r), "\n");
   }
   for (const RunRecord& r :
@@ -2219,7 +2237,9 @@ TEST_P(DeleteRunsTest, DeleteRuns_DeletesTheRunsWithEverythingTheyOwn) {
   EXPECT_EQ(runs[0], std::nullopt);
   EXPECT_EQ(runs[1], std::nullopt);
   EXPECT_TRUE(runs[2].has_value());
-  EXPECT_THAT(RunIdsOf(ValueOf(tx->ListRuns("", 10))), ElementsAre(RunNo(3)));
+  EXPECT_THAT(
+      RunIdsOf(ValueOf(tx->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll))),
+      ElementsAre(RunNo(3)));
   EXPECT_THAT(ValueOf(tx->FindFinishedRuns(absl::InfiniteFuture(), 10)),
               IsEmpty());
   ASSERT_OK_AND_ASSIGN(

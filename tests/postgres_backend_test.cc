@@ -92,7 +92,8 @@ class PostgresBackendTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<Transaction>> tx = backend.Begin();
     EXPECT_TRUE(tx.ok()) << tx.status();
     if (!tx.ok()) return {};
-    absl::StatusOr<std::vector<RunRecord>> runs = (*tx)->ListRuns("", 100);
+    absl::StatusOr<std::vector<RunRecord>> runs =
+        (*tx)->ListRuns(RunQuery::OfFlow("", 100), Fields::kAll);
     EXPECT_TRUE(runs.ok()) << runs.status();
     return runs.ok() ? *runs : std::vector<RunRecord>();
   }
@@ -253,7 +254,7 @@ TEST_F(PostgresBackendTest, TerminatedConnections_NextTransactionReconnects) {
   {
     absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
     ASSERT_TRUE(tx.ok());
-    ASSERT_TRUE((*tx)->ListRuns("", 10).ok());
+    ASSERT_TRUE((*tx)->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll).ok());
     std::vector<RunRecord> runs = {MakeRun(3)};
     ASSERT_TRUE((*tx)->InsertRuns(runs).ok());
     Execute(PostgresTestUrl(), terminate);

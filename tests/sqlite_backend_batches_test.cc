@@ -154,7 +154,8 @@ TEST_F(SqliteBackendTest, ListRuns_SameStartTime_LaterInsertIsNewer) {
   std::unique_ptr<Transaction> txn = Begin(*backend);
   ASSERT_TRUE(txn->InsertRuns(runs).ok());
 
-  absl::StatusOr<std::vector<RunRecord>> listed = txn->ListRuns("flow", 10);
+  absl::StatusOr<std::vector<RunRecord>> listed =
+      txn->ListRuns(RunQuery::OfFlow("flow", 10), Fields::kAll);
 
   ASSERT_TRUE(listed.ok()) << listed.status();
   ASSERT_EQ(listed->size(), 2u);

@@ -130,6 +130,20 @@ absl::StatusOr<std::vector<int>> PostgresTransaction::AddRunRemainingSteps(
 }
 
 absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRuns(
+    const RunQuery& query, Fields fields) {
+  (void)fields;
+  if (query.flow_slugs.size() > 1 || !query.statuses.empty() ||
+      !query.metadata.is_null() || !query.newest_first || query.from ||
+      query.to || query.after ||
+      query.order_by != RunQuery::OrderBy::kStartedAt) {
+    return absl::UnimplementedError("ListRuns with these filters");
+  }
+  return ListRunsOfFlow(
+      query.flow_slugs.empty() ? std::string_view() : query.flow_slugs[0],
+      query.limit);
+}
+
+absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRunsOfFlow(
     std::string_view flow_slug, int limit) {
   return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
 }

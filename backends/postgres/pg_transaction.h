@@ -87,8 +87,51 @@ class PostgresTransaction final : public Transaction {
   absl::Status UpdateRuns(std::span<RunRecord> runs) override;
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) override;
-  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
-                                                  int limit) override;
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
+                                                  Fields fields) override;
+  // --- Interface v4 (jobs): TODO, each returns kUnimplemented for now.
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
+      std::string_view, std::span<const std::string>, Fields) override {
+    return absl::UnimplementedError("FindRunsByKey");
+  }
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view,
+                                         absl::Time) override {
+    return absl::UnimplementedError("CountTasks");
+  }
+  absl::Status AppendAttempts(std::span<const AttemptRecord>) override {
+    return absl::UnimplementedError("AppendAttempts");
+  }
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      const RunId&) override {
+    return absl::UnimplementedError("ListAttempts");
+  }
+  absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
+      std::string_view, std::string_view) override {
+    return absl::UnimplementedError("GetDedupe");
+  }
+  absl::Status PutDedupe(const DedupeRecord&) override {
+    return absl::UnimplementedError("PutDedupe");
+  }
+  absl::StatusOr<bool> DeleteDedupe(std::string_view, std::string_view,
+                                    const RunId&) override {
+    return absl::UnimplementedError("DeleteDedupe");
+  }
+  absl::StatusOr<int> DeleteExpiredDedupe(absl::Time, int) override {
+    return absl::UnimplementedError("DeleteExpiredDedupe");
+  }
+  absl::StatusOr<std::vector<QueueRecord>> ListQueues() override {
+    return absl::UnimplementedError("ListQueues");
+  }
+  absl::Status SetQueuePaused(std::string_view, bool) override {
+    return absl::UnimplementedError("SetQueuePaused");
+  }
+  absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(std::string_view,
+                                                          absl::Time) override {
+    return absl::UnimplementedError("NextVisibleAt");
+  }
+  // TODO(v4): the old one-flow listing, until ListRuns(query) is built.
+  absl::StatusOr<std::vector<RunRecord>> ListRunsOfFlow(
+      std::string_view flow_slug, int limit);
   absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
       absl::Time finished_before, int limit) override;
   absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) override;

@@ -138,6 +138,20 @@ absl::StatusOr<std::vector<int>> SqliteTransaction::AddRunRemainingSteps(
 }
 
 absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRuns(
+    const RunQuery& query, Fields fields) {
+  (void)fields;
+  if (query.flow_slugs.size() > 1 || !query.statuses.empty() ||
+      !query.metadata.is_null() || !query.newest_first || query.from ||
+      query.to || query.after ||
+      query.order_by != RunQuery::OrderBy::kStartedAt) {
+    return absl::UnimplementedError("ListRuns with these filters");
+  }
+  return ListRunsOfFlow(
+      query.flow_slugs.empty() ? std::string_view() : query.flow_slugs[0],
+      query.limit);
+}
+
+absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRunsOfFlow(
     std::string_view flow_slug, int limit) {
   return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
 }

@@ -295,7 +295,8 @@ absl::StatusOr<RunRecord> LockRun(Transaction& tx, const RunId& run_id) {
 
 }  // namespace
 
-absl::Status Engine::CancelRun(const RunId& run_id) {
+absl::Status Engine::CancelRun(const RunId& run_id, CancelMode mode) {
+  (void)mode;  // TODO(v4): kRequest; today every cancel is immediate.
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
@@ -378,7 +379,7 @@ absl::StatusOr<std::vector<RunRecord>> Engine::ListRuns(
         StrCat("ListRuns limit ", limit, " is out of range 1..10000"));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  return tx->ListRuns(flow_slug, limit);
+  return tx->ListRuns(RunQuery::OfFlow(flow_slug, limit), Fields::kAll);
 }
 
 absl::StatusOr<int> Engine::PruneWorkers(absl::Time inactive_before,

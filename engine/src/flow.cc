@@ -125,6 +125,10 @@ std::string_view ToString(Policy policy) {
 
 std::string_view ToString(QueueMode) { return "flow"; }
 
+std::string_view ToString(BackoffKind kind) {
+  return kind == BackoffKind::kFixed ? "fixed" : "exponential";
+}
+
 absl::Status ValidateSlug(std::string_view slug, std::string_view what) {
   if (slug.empty()) {
     return absl::InvalidArgumentError(StrCat(what, " slug is empty"));

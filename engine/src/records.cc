@@ -63,6 +63,15 @@ constexpr std::array<std::pair<ReportKind, std::string_view>, 4> kReportKinds{{
     {ReportKind::kTypeViolation, "type_violation"},
     {ReportKind::kUnreadable, "unreadable"},
 }};
+constexpr std::array<std::pair<AttemptOutcome, std::string_view>, 6>
+    kAttemptOutcomes{{
+        {AttemptOutcome::kCompleted, "completed"},
+        {AttemptOutcome::kRetried, "retried"},
+        {AttemptOutcome::kFailed, "failed"},
+        {AttemptOutcome::kStalled, "stalled"},
+        {AttemptOutcome::kCancelled, "cancelled"},
+        {AttemptOutcome::kReleased, "released"},
+    }};
 
 }  // namespace
 
@@ -71,6 +80,9 @@ std::string_view ToString(StepStatus s) { return NameOf(kStepStatuses, s); }
 std::string_view ToString(TaskStatus s) { return NameOf(kTaskStatuses, s); }
 std::string_view ToString(SkipReason r) { return NameOf(kSkipReasons, r); }
 std::string_view ToString(ReportKind k) { return NameOf(kReportKinds, k); }
+std::string_view ToString(AttemptOutcome o) {
+  return NameOf(kAttemptOutcomes, o);
+}
 
 absl::StatusOr<RunStatus> ParseRunStatus(std::string_view text) {
   return ParseName(kRunStatuses, text, "run status");
@@ -86,6 +98,9 @@ absl::StatusOr<SkipReason> ParseSkipReason(std::string_view text) {
 }
 absl::StatusOr<ReportKind> ParseReportKind(std::string_view text) {
   return ParseName(kReportKinds, text, "report kind");
+}
+absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(std::string_view text) {
+  return ParseName(kAttemptOutcomes, text, "attempt outcome");
 }
 
 void AddUnreadable(std::string& unreadable, std::string_view problem) {

@@ -68,7 +68,7 @@ class FaultInjection : public Conformance {
     auto tx = backend().Begin();
     EXPECT_TRUE(tx.ok());
     if (!tx.ok()) return out;
-    auto runs = (*tx)->ListRuns("", 1000);
+    auto runs = (*tx)->ListRuns(RunQuery::OfFlow("", 1000), Fields::kAll);
     EXPECT_TRUE(runs.ok());
     std::vector<std::string> per_run;
     for (const RunRecord& r : *runs) {

@@ -39,8 +39,10 @@ absl::StatusOr<StoreSnapshot> ReadStore(Backend& backend,
   StoreSnapshot store;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, backend.Begin());
   if (previous == nullptr) {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<RunRecord> runs,
-                            tx->ListRuns("", std::numeric_limits<int>::max()));
+    SLUICE_ASSIGN_OR_RETURN(
+        std::vector<RunRecord> runs,
+        tx->ListRuns(RunQuery::OfFlow("", std::numeric_limits<int>::max()),
+                     Fields::kAll));
     std::reverse(runs.begin(), runs.end());  // ListRuns gives newest first
     store.runs.reserve(runs.size());
     for (RunRecord& record : runs) {

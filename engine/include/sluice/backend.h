@@ -61,9 +61,10 @@ enum class Fields { kAll, kNoPayloads };
 // A conditional task write: applied only if the stored task still has
 // `expected_status` and `expected_attempts` (compare-and-set). It writes the
 // mutable fields: status, attempts, output, error, started_at, finished_at,
-// stall_at, requeued_count and worker_id (so a task read with kNoPayloads and
-// written back loses its output). Input, queue_name, message_id and
-// queued_at never change after creation.
+// stall_at, requeued_count, worker_id, budget_start and cancel_requested (so
+// a task read with kNoPayloads and written back loses its output). Input,
+// options, queue_name, message_id and queued_at never change after
+// creation.
 struct TaskUpdate {
   TaskRecord task;
   TaskStatus expected_status = TaskStatus::kQueued;
@@ -94,6 +95,38 @@ struct StepCounters {
 struct RunCounterDelta {
   RunId run_id;
   int remaining_steps = 0;
+};
+
+// Which runs ListRuns returns. Every filter set must hold (AND).
+struct RunQuery {
+  std::vector<std::string> flow_slugs;  // any of these; empty: every flow
+  std::vector<RunStatus> statuses;      // any of these; empty: every status
+  // A JSON object each run's metadata must contain (every key, equal
+  // values: JSON containment as in conditions); null: no filter.
+  Json metadata;
+  // The ordering column: started_at, or finished_at (runs not finished are
+  // then left out). Ties break by run id in the same direction.
+  enum class OrderBy { kStartedAt, kFinishedAt };
+  OrderBy order_by = OrderBy::kStartedAt;
+  bool newest_first = true;
+  // Only runs whose ordering time is in [from, to).
+  std::optional<absl::Time> from;
+  std::optional<absl::Time> to;
+  // Resume after this (time, run id) in the walk direction (exclusive).
+  struct Position {
+    absl::Time time;
+    RunId run_id;
+  };
+  std::optional<Position> after;
+  int limit = 50;
+
+  // Runs of one flow (every flow if empty), newest first.
+  static RunQuery OfFlow(std::string_view flow_slug, int limit) {
+    RunQuery query;
+    if (!flow_slug.empty()) query.flow_slugs.emplace_back(flow_slug);
+    query.limit = limit;
+    return query;
+  }
 };
 
 // Where a message is.
@@ -127,34 +160,46 @@ class Transaction {
   virtual absl::StatusOr<bool> QueueExists(std::string_view name) = 0;
   // Registers and creates the physical queue. kAlreadyExists if registered.
   virtual absl::Status CreateQueue(const QueueRecord& queue) = 0;
+  // Every registered queue, by name.
+  virtual absl::StatusOr<std::vector<QueueRecord>> ListQueues() = 0;
+  // Sets a registered queue's paused flag. kNotFound if not registered.
+  virtual absl::Status SetQueuePaused(std::string_view name, bool paused) = 0;
 
   // --- Runs ---------------------------------------------------------------
 
-  // May move from `runs`. kAlreadyExists if any run id exists.
+  // May move from `runs`. kAlreadyExists if any run id exists, or any
+  // (flow_slug, external_key) with a non-empty key.
   virtual absl::Status InsertRuns(std::span<RunRecord> runs) = 0;
   // One entry per id, in order; nullopt where no such run exists. With
   // kForUpdate, locks the rows in the order given (the engine passes
   // ascending ids).
   virtual absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
       std::span<const RunId> run_ids, LockMode lock, Fields fields) = 0;
-  // Writes status, output, error and finished_at (remaining_steps moves only
-  // by AddRunRemainingSteps); may move from output and error. kNotFound if a
-  // run does not exist.
+  // Writes status, output, error, finished_at and cancel_requested
+  // (remaining_steps moves only by AddRunRemainingSteps; the rest is fixed at
+  // creation); may move from output and error. kNotFound if a run does not
+  // exist.
   virtual absl::Status UpdateRuns(std::span<RunRecord> runs) = 0;
   // Adds each delta and returns the new values, in order.
   virtual absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) = 0;
-  // Runs of `flow_slug` (all flows if empty), newest first (ties: the later
-  // insert first), at most `limit`.
-  virtual absl::StatusOr<std::vector<RunRecord>> ListRuns(
-      std::string_view flow_slug, int limit) = 0;
+  // Runs matching `query` in its order, at most query.limit. Payloads are
+  // filled as `fields` says.
+  virtual absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
+                                                          Fields fields) = 0;
+  // The runs of `flow_slug` with these external keys, one entry per key, in
+  // order; nullopt where none has it.
+  virtual absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
+      std::string_view flow_slug, std::span<const std::string> external_keys,
+      Fields fields) = 0;
   // Ended runs (completed, failed or cancelled) that finished before
   // `finished_before`, earliest first, at most `limit`; skips runs other
   // transactions hold. Payloads are not filled.
   virtual absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
       absl::Time finished_before, int limit) = 0;
-  // Deletes runs with their step states, tasks, outbox reports and their
-  // tasks' messages (live and archived). Ids that don't exist are skipped.
+  // Deletes runs with their step states, tasks, attempts, outbox reports and
+  // their tasks' messages (live and archived); not their dedupe entries.
+  // Ids that don't exist are skipped.
   // Returns the number of runs deleted.
   virtual absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) = 0;
 
@@ -205,10 +250,41 @@ class Transaction {
   // StepOutputs::unreadable then names); one entry per step, in order.
   virtual absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) = 0;
+  // Task counts of `queue` by state at `now` (see QueueCounts).
+  virtual absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
+                                                 absl::Time now) = 0;
   // Started tasks whose stall_at is before `now`, earliest first, at most
   // `limit`. Locks them; skips tasks other transactions hold.
   virtual absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       absl::Time now, int limit, Fields fields) = 0;
+
+  // --- Attempts ledger ----------------------------------------------------
+
+  // Appends ledger entries. kNotFound if a task's run does not exist;
+  // kAlreadyExists if a (task, attempt) entry exists.
+  virtual absl::Status AppendAttempts(
+      std::span<const AttemptRecord> attempts) = 0;
+  // The ledger of a run, by step, task, then attempt.
+  virtual absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      const RunId& run_id) = 0;
+
+  // --- Dedupe registry ----------------------------------------------------
+
+  // The entry for (flow_slug, key), if any. Locks it until the end of the
+  // transaction (kForUpdate semantics; exclusive backends may ignore).
+  virtual absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
+      std::string_view flow_slug, std::string_view key) = 0;
+  // Inserts or overwrites the entry for (flow_slug, key).
+  virtual absl::Status PutDedupe(const DedupeRecord& entry) = 0;
+  // Deletes the entry for (flow_slug, key) if it still names `run_id`.
+  // Returns whether it deleted one.
+  virtual absl::StatusOr<bool> DeleteDedupe(std::string_view flow_slug,
+                                            std::string_view key,
+                                            const RunId& run_id) = 0;
+  // Deletes up to `limit` throttle entries whose window ended at or before
+  // `now`, skipping rows other transactions hold. Returns how many.
+  virtual absl::StatusOr<int> DeleteExpiredDedupe(absl::Time now,
+                                                  int limit) = 0;
 
   // --- Outbox -------------------------------------------------------------
 
@@ -229,19 +305,27 @@ class Transaction {
   // kNotFound for a queue that does not exist.
 
   // Inserts messages in order with enqueued_at = now; returns their ids,
-  // which increase within a queue and are never reused once committed. May
+  // which increase within a queue and are never reused once committed. Each
+  // message also gets a FIFO sequence number, increasing in send order. May
   // move from `messages`.
   virtual absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) = 0;
-  // Takes up to `limit` messages visible at `now` (visible_at <= now) in id
-  // order, skipping any another transaction holds; sets each one's
-  // visible_at to `visible_until` and adds 1 to its read_count. With
-  // kNoPayloads the bodies are left empty.
+  // Takes up to `limit` messages visible at `now` (visible_at <= now) in
+  // claim order, (priority desc, sequence asc), skipping any another
+  // transaction holds; sets each one's visible_at to `visible_until` and adds
+  // 1 to its read_count. Returns none while the queue is paused. With
+  // kNoPayloads the bodies are left empty. Its cost must not grow with the
+  // number of messages in the queue (an index on the claim order).
   virtual absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields fields) = 0;
-  // Sets visible_at of live messages; ids not live are skipped.
+  // The earliest visible_at after `now` among live messages, if any (an idle
+  // worker sleeps until then). Paused or not.
+  virtual absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(
+      std::string_view queue, absl::Time now) = 0;
+  // Sets visible_at of live messages (and with to_tail a new sequence
+  // number, later than every other); ids not live are skipped.
   virtual absl::Status SetVisibility(
       std::string_view queue, std::span<const VisibilityUpdate> updates) = 0;
   // Moves live messages to the archive; ids not live are skipped.
@@ -275,7 +359,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 3;
+  static constexpr int kInterfaceVersion = 4;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -32,6 +32,7 @@
 #include "sluice/clock.h"
 #include "sluice/events.h"
 #include "sluice/flow.h"
+#include "sluice/job.h"
 #include "sluice/json.h"
 #include "sluice/records.h"
 #include "sluice/task_context.h"
@@ -68,11 +69,69 @@ enum class DeployOutcome {
 };
 std::string_view ToString(DeployOutcome outcome);
 
-// A run with its step states and tasks.
+// A run with its step states, tasks and attempts ledger.
 struct RunView {
   RunRecord run;
   std::vector<StepStateRecord> steps;
   std::vector<TaskRecord> tasks;
+  std::vector<AttemptRecord> attempts;
+};
+
+// How CancelRun treats tasks already started.
+enum class CancelMode {
+  // Queued tasks are cancelled at once; started ones are asked to stop (their
+  // handler's cancel token fires at the next heartbeat) and what they report
+  // is recorded. The run ends cancelled once none is started, unless its
+  // last task completed it first.
+  kRequest,
+  // Every unfinished task is cancelled at once and the run ends now; late
+  // results are stale.
+  kImmediate,
+};
+
+// Which runs ListRuns returns, and where a page starts.
+struct RunFilter {
+  std::vector<std::string> names;   // flow or job names; empty: all
+  std::string queue;                // runs of flows using this queue; "": all
+  std::vector<RunStatus> statuses;  // empty: all
+  Json metadata;                    // an object runs' metadata must contain
+  RunQuery::OrderBy order_by = RunQuery::OrderBy::kStartedAt;
+  bool newest_first = true;
+  std::optional<absl::Time> from;  // ordering time in [from, to)
+  std::optional<absl::Time> to;
+  int limit = 50;  // 1..10000
+  // From a previous page of the same filter; anything else is
+  // kInvalidArgument.
+  std::string cursor;
+};
+struct RunPage {
+  std::vector<RunRecord> runs;
+  std::string cursor;  // empty when there is no next page
+};
+
+// A queue's task counts and whether it is paused.
+struct QueueState {
+  std::string queue;
+  bool paused = false;
+  QueueCounts counts;
+};
+
+// What a heartbeat learned about one lease.
+enum class LeaseState {
+  kOwned,            // extended
+  kLost,             // the attempt no longer owns its task: stop
+  kCancelRequested,  // owned, but its run asked it to stop; not extended
+};
+
+// The definitions one worker serves. All of them must use one queue.
+class WorkerSpec {
+ public:
+  WorkerSpec& Serve(const Flow& flow);
+  WorkerSpec& Serve(const Job& job);
+  const std::vector<const Flow*>& flows() const { return flows_; }
+
+ private:
+  std::vector<const Flow*> flows_;
 };
 
 // The (flow, step) pairs a worker runs handlers for.
@@ -105,6 +164,13 @@ struct ClaimedTask {
   int max_attempts = 1;
   Json input;
   absl::Time deadline;  // claim time plus the effective timeout
+};
+
+// A claim's tasks; when it took none, when the earliest hidden message of the
+// queue becomes visible (an idle worker may sleep until then).
+struct ClaimBatch {
+  std::vector<ClaimedTask> tasks;
+  std::optional<absl::Time> next_visible_at;
 };
 
 // A handler's result for one attempt: an output, or the error that failed
@@ -153,15 +219,53 @@ class Engine {
   // difference, and changes nothing. Deploy a changed shape under a new slug.
   absl::StatusOr<DeployOutcome> Deploy(const Flow& flow);
 
+  // Deploys a job's one-step flow (as Deploy(job.flow())).
+  absl::StatusOr<DeployOutcome> Deploy(const Job& job);
+
   // Starts a run of a deployed flow. `input` must fit max_payload_bytes, and
   // be an array if the flow has a root map step.
   absl::StatusOr<RunId> StartRun(std::string_view flow_slug, const Json& input);
+  // As above, with options (priority, delay or run_at, an id, metadata,
+  // dedupe, retention, attempt overrides).
+  absl::StatusOr<EnqueueResult> StartRun(std::string_view flow_slug,
+                                         const Json& input,
+                                         const EnqueueOptions& options);
   // Starts many runs in one transaction: all or none.
   absl::StatusOr<std::vector<RunId>> StartRuns(std::string_view flow_slug,
                                                std::span<const Json> inputs);
-  // Cancels a started run: every unfinished task is cancelled and its message
-  // archived. kFailedPrecondition if the run already ended.
-  absl::Status CancelRun(const RunId& run_id);
+
+  // Enqueues a job (deployed by Deploy(job) or a worker). The decision order
+  // for ids and dedupe is effect-mq's (docs/user-guide.md, "Jobs").
+  absl::StatusOr<EnqueueResult> Enqueue(const Job& job, const Json& payload,
+                                        const EnqueueOptions& options = {});
+  absl::StatusOr<EnqueueResult> Enqueue(std::string_view job_name,
+                                        const Json& payload,
+                                        const EnqueueOptions& options = {});
+  struct EnqueueItem {
+    Json payload;
+    EnqueueOptions options;
+  };
+  // One result per item, in order; each item as Enqueue. An empty list
+  // returns an empty list.
+  absl::StatusOr<std::vector<EnqueueResult>> EnqueueMany(
+      std::string_view job_name, std::span<const EnqueueItem> items);
+
+  // Cancels a started run. kFailedPrecondition if the run already ended.
+  absl::Status CancelRun(const RunId& run_id,
+                         CancelMode mode = CancelMode::kRequest);
+  // Gives a failed or cancelled run a fresh attempt budget for its failed
+  // and cancelled tasks and resumes it from the steps that did not complete;
+  // completed steps keep their outputs. kFailedPrecondition for a run that is
+  // started or completed; kNotFound for an unknown id.
+  absl::Status RetryRun(const RunId& run_id);
+  // Deletes a run none of whose tasks is started (queued, delayed or ended).
+  // kFailedPrecondition if one is started; kNotFound for an unknown id.
+  absl::Status RemoveRun(const RunId& run_id);
+
+  // A paused queue's tasks are not claimed. kNotFound for an unknown queue.
+  absl::Status PauseQueue(std::string_view queue);
+  absl::Status ResumeQueue(std::string_view queue);
+  absl::StatusOr<QueueState> Counts(std::string_view queue);
 
   absl::StatusOr<RunView> GetRun(const RunId& run_id);
   // Deletes an ended run with its step states, tasks and their messages.
@@ -173,6 +277,8 @@ class Engine {
   absl::StatusOr<int> PruneRuns(absl::Time finished_before, int limit);
   absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
                                                   int limit);
+  // Runs matching `filter`, a page at a time.
+  absl::StatusOr<RunPage> ListRuns(const RunFilter& filter);
 
   // --- The task path -------------------------------------------------------
 
@@ -183,6 +289,8 @@ class Engine {
   // the wrong queue, or of a step the worker does not serve fails the call
   // with kFailedPrecondition, claims nothing and leaves the batch visible.
   absl::StatusOr<std::vector<ClaimedTask>> Claim(const ClaimRequest& request);
+  // Claim, and when it took nothing, when to look again.
+  absl::StatusOr<ClaimBatch> ClaimWithHint(const ClaimRequest& request);
 
   // Records handler results in one transaction. Completions and final
   // failures append outbox reports; apply them with ApplyReports.
@@ -204,6 +312,10 @@ class Engine {
   // Extends the leases of claimed tasks. Returns, per lease, whether the
   // attempt still owns its task (false: stop the handler).
   absl::StatusOr<std::vector<bool>> ExtendLeases(std::span<const Lease> leases);
+  // Gives claimed tasks whose handlers never started back to their queue
+  // (graceful shutdown): no attempt is used, their place in line is kept,
+  // and the ledger records `released`. Stale leases are skipped.
+  absl::Status ReleaseTasks(std::span<const Lease> leases);
 
   // --- Workers -----------------------------------------------------------
 
@@ -211,6 +323,10 @@ class Engine {
   // flow's queue. Fails without registering if deployment fails.
   absl::StatusOr<std::unique_ptr<Worker>> StartWorker(
       const Flow& flow, WorkerOptions options = {});
+  // Deploys every definition, then starts one worker serving them all on
+  // their one queue (kInvalidArgument if they use different queues).
+  absl::StatusOr<std::unique_ptr<Worker>> StartWorker(
+      const WorkerSpec& spec, WorkerOptions options = {});
   // Deletes up to `limit` workers' rows that showed no sign of life
   // (heartbeat or stop) since `inactive_before`, in one transaction. Returns
   // how many; call again until it returns fewer than `limit`. A live worker

@@ -52,20 +52,33 @@ std::string_view ToString(StepKind kind);
 std::string_view ToString(Policy policy);
 std::string_view ToString(QueueMode mode);
 
+// How the delay before a retry grows: exponential waits base * 2^(n-1)
+// before attempt n+1; fixed waits base every time.
+enum class BackoffKind { kExponential, kFixed };
+std::string_view ToString(BackoffKind kind);
+
+// A retry backoff: its kind and base delay (>= 0).
+struct Backoff {
+  BackoffKind kind = BackoffKind::kExponential;
+  absl::Duration delay = absl::Seconds(5);
+};
+
 // Flow-wide defaults; a step may override each.
 struct FlowOptions {
   int max_attempts = 3;                          // total attempts, >= 1
   absl::Duration base_delay = absl::Seconds(5);  // retry backoff base, >= 0
   absl::Duration timeout = absl::Seconds(60);    // task lease, > 0
+  BackoffKind backoff = BackoffKind::kExponential;
 };
 
 struct StepSpec {
   std::vector<std::string> depends_on;  // in order; each defined earlier
   std::optional<int> max_attempts;
   std::optional<absl::Duration> base_delay;
+  std::optional<BackoffKind> backoff;
   std::optional<absl::Duration> timeout;
   std::optional<absl::Duration> start_delay;  // delay before tasks are visible
-  std::optional<Json> if_pattern;      // run only if input contains this
+  std::optional<Json> if_pattern;             // run only if input contains this
   std::optional<Json> if_not_pattern;  // run only if input doesn't contain it
   Policy when_unmet = Policy::kSkip;
   Policy when_exhausted = Policy::kFail;
@@ -110,8 +123,9 @@ Handler Typed(F function) {
              const Json& input, TaskContext& ctx) -> absl::StatusOr<Json> {
     auto decoded = boost::json::try_value_to<In>(input);
     if (decoded.has_error()) {
-      return NonRetryable("handler input does not convert to the handler's type: " +
-                          decoded.error().message());
+      return NonRetryable(
+          "handler input does not convert to the handler's type: " +
+          decoded.error().message());
     }
     absl::StatusOr<Out> out = function(decoded.value(), ctx);
     if (!out.ok()) return out.status();

@@ -71,10 +71,63 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("AddRunRemainingSteps"));
     return target_->AddRunRemainingSteps(deltas);
   }
-  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
-                                                  int limit) override {
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
+                                                  Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListRuns"));
-    return target_->ListRuns(flow_slug, limit);
+    return target_->ListRuns(query, fields);
+  }
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
+      std::string_view flow_slug, std::span<const std::string> external_keys,
+      Fields fields) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("FindRunsByKey"));
+    return target_->FindRunsByKey(flow_slug, external_keys, fields);
+  }
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
+                                         absl::Time now) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CountTasks"));
+    return target_->CountTasks(queue, now);
+  }
+  absl::Status AppendAttempts(
+      std::span<const AttemptRecord> attempts) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AppendAttempts"));
+    return target_->AppendAttempts(attempts);
+  }
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      const RunId& run_id) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListAttempts"));
+    return target_->ListAttempts(run_id);
+  }
+  absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
+      std::string_view flow_slug, std::string_view key) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetDedupe"));
+    return target_->GetDedupe(flow_slug, key);
+  }
+  absl::Status PutDedupe(const DedupeRecord& entry) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("PutDedupe"));
+    return target_->PutDedupe(entry);
+  }
+  absl::StatusOr<bool> DeleteDedupe(std::string_view flow_slug,
+                                    std::string_view key,
+                                    const RunId& run_id) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteDedupe"));
+    return target_->DeleteDedupe(flow_slug, key, run_id);
+  }
+  absl::StatusOr<int> DeleteExpiredDedupe(absl::Time now, int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteExpiredDedupe"));
+    return target_->DeleteExpiredDedupe(now, limit);
+  }
+  absl::StatusOr<std::vector<QueueRecord>> ListQueues() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListQueues"));
+    return target_->ListQueues();
+  }
+  absl::Status SetQueuePaused(std::string_view name, bool paused) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("SetQueuePaused"));
+    return target_->SetQueuePaused(name, paused);
+  }
+  absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(
+      std::string_view queue, absl::Time now) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("NextVisibleAt"));
+    return target_->NextVisibleAt(queue, now);
   }
   absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
       absl::Time finished_before, int limit) override {

@@ -80,6 +80,8 @@ struct QueueRecord {
   std::string name;
   std::string owner_flow;
   absl::Time created_at;
+  // A paused queue's messages are not read (ReadMessages returns none).
+  bool paused = false;
 };
 
 struct RunRecord {
@@ -92,6 +94,18 @@ struct RunRecord {
   std::string error;
   absl::Time started_at;
   std::optional<absl::Time> finished_at;  // completed, failed or cancelled
+  // Claim order: higher first; every task of the run inherits it.
+  int priority = 0;
+  // The caller's id for the run (a job's explicit id, a run's idempotency
+  // key), unique per flow; empty when none. Fixed at creation.
+  std::string external_key;
+  // The caller's labels: a JSON object, or null when none.
+  Json metadata;
+  // Engine-owned per-run settings (option overrides, retention, dedupe);
+  // opaque to backends, null when none.
+  Json options;
+  // Set by a cancel request while tasks of the run are started.
+  bool cancel_requested = false;
   // Empty when every field decoded; else what did not, and why.
   std::string unreadable;
 };
@@ -144,8 +158,66 @@ struct TaskRecord {
   std::optional<absl::Time> stall_at;
   int requeued_count = 0;  // times stall recovery requeued it
   std::string worker_id;   // the worker of the current or last attempt
+  // Claims made before the current attempt budget began (a retry of the run,
+  // or a release, moves it up); attempts - budget_start counts against the
+  // budget. `attempts` itself only grows: it fences stale results.
+  int budget_start = 0;
+  // Set while started when its run is asked to cancel; the handler's cancel
+  // token fires at the next heartbeat.
+  bool cancel_requested = false;
+  // Engine-owned per-task settings (max attempts, timeout, backoff) copied
+  // from the run at creation; opaque to backends, null when none. Fixed at
+  // creation.
+  Json options;
   // Empty when every field decoded; else what did not, and why.
   std::string unreadable;
+};
+
+// How an attempt ended, in the attempts ledger.
+enum class AttemptOutcome {
+  kCompleted,
+  kRetried,    // failed, and the task was queued again
+  kFailed,     // failed, and the task's attempts ran out (or must not retry)
+  kStalled,    // its lease ran out and stall recovery took the task back
+  kCancelled,  // the run was cancelled while the attempt held the task
+  kReleased,   // the worker gave the task back unstarted (no attempt used)
+};
+std::string_view ToString(AttemptOutcome outcome);
+absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(std::string_view text);
+
+// One ended attempt of one task: the ledger is append-only and kept across
+// retries and resumes; it goes only with its run.
+struct AttemptRecord {
+  TaskKey task;
+  int attempt = 1;  // the task's attempt number (TaskRecord::attempts)
+  std::string worker_id;
+  std::optional<absl::Time> started_at;  // unset if it never started
+  absl::Time finished_at;
+  AttemptOutcome outcome = AttemptOutcome::kCompleted;
+  std::string error;
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
+};
+
+// A dedupe registry entry: (flow_slug, key) held by one run. `expires_at`
+// set means a throttle window; unset means held while the run is unfinished.
+struct DedupeRecord {
+  std::string flow_slug;
+  std::string key;
+  RunId run_id;
+  std::optional<absl::Time> expires_at;
+};
+
+// Task counts of one queue by state. A queued task is `waiting` once its
+// message is visible, `delayed` before.
+struct QueueCounts {
+  int64_t waiting = 0;
+  int64_t delayed = 0;
+  int64_t active = 0;  // started
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+  int64_t skipped = 0;
 };
 
 // What happened to a task, for report application.
@@ -170,12 +242,13 @@ struct OutboxReport {
   std::string unreadable;
 };
 
-// A queue message as pgmq keeps it.
+// A queue message as pgmq keeps it, with a priority.
 struct MessageRecord {
   int64_t message_id = 0;
   int read_count = 0;
   absl::Time enqueued_at;
   absl::Time visible_at;
+  int priority = 0;
   Json body;
   // Empty when every field decoded; else what did not, and why.
   std::string unreadable;
@@ -185,12 +258,16 @@ struct MessageRecord {
 struct OutgoingMessage {
   Json body;
   absl::Time visible_at;
+  int priority = 0;  // read order: higher first
 };
 
 // A visibility change for one message.
 struct VisibilityUpdate {
   int64_t message_id = 0;
   absl::Time visible_at;
+  // Moves the message to the back of its priority's FIFO order (a retry);
+  // otherwise it keeps its place (a release, a stall requeue).
+  bool to_tail = false;
 };
 
 // The task outputs of one step, by task index (nullopt where a task has no
