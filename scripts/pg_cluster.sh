@@ -5,6 +5,8 @@
 # sluice_password_test, which must give its password.
 #
 #   scripts/pg_cluster.sh start DIR PORT   -> prints postgresql:///postgres?host=DIR&port=PORT&user=postgres
+#   scripts/pg_cluster.sh restart DIR   (immediate: every server process
+#                                        killed, then WAL recovery)
 #   scripts/pg_cluster.sh stop DIR
 #
 # The cluster is durable by default (benchmarks measure real commits). With
@@ -62,6 +64,16 @@ case "$command" in
       exit 1
     fi
     echo "postgresql:///postgres?host=$dir&port=$port&user=postgres"
+    ;;
+  restart)
+    # The same settings as at start (pg_ctl keeps them in postmaster.opts).
+    # The log file keeps the server off the caller's stdout and stderr.
+    if ! as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -m immediate \
+        -w -t 60 restart >/dev/null 2>&1; then
+      echo "pg_cluster: PostgreSQL did not restart in $dir; server log:" >&2
+      tail -n 30 "$dir/server.log" >&2 2>/dev/null || true
+      exit 1
+    fi
     ;;
   stop)
     stop_cluster

@@ -43,6 +43,8 @@ if [ -z "${SLUICE_TEST_POSTGRES_URL:-}" ]; then
   fi
   echo "test.sh: PostgreSQL 15 test cluster on port $port"
   export SLUICE_TEST_POSTGRES_URL="$url"
+  # The restart test (tests/postgres_restart_test.cc) restarts this cluster.
+  export SLUICE_TEST_POSTGRES_DIR="$pg_dir"
 fi
 
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
