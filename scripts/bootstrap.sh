@@ -3,7 +3,10 @@
 # again: it installs only what is missing. The PostgreSQL 15 server is for the
 # tests' throwaway clusters (scripts/pg_cluster.sh); they run in their own
 # directories, so Debian's default cluster may stay stopped. clang-14 builds the
-# libFuzzer targets (scripts/fuzz.sh); ccache, when present, speeds rebuilds.
+# libFuzzer targets (scripts/fuzz.sh) and the ThreadSanitizer build
+# (scripts/tsan.sh); ccache, when present, speeds rebuilds. The TSan build
+# compiles Debian's own Abseil source with -fsanitize=thread, so this adds a
+# deb-src entry for bookworm and installs dpkg-dev (dpkg-source).
 set -euo pipefail
 
 packages=(
@@ -12,8 +15,24 @@ packages=(
   postgresql-15 postgresql-client-15
   libabsl-dev libboost1.81-dev libboost-json1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  clang-14 ccache
+  clang-14 ccache dpkg-dev
 )
+
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
+
+# Sources for `apt-get source abseil` (scripts/tsan_absl.sh).
+src_list=/etc/apt/sources.list.d/sluice-src.sources
+need_update=0
+if ! grep -rqs '^Types:.*deb-src' /etc/apt/sources.list.d/ &&
+   ! grep -qs '^deb-src ' /etc/apt/sources.list; then
+  echo "bootstrap: adding $src_list (Debian bookworm sources)"
+  printf '%s\n' 'Types: deb-src' 'URIs: http://deb.debian.org/debian' \
+    'Suites: bookworm' 'Components: main' \
+    'Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg' |
+    $sudo tee "$src_list" >/dev/null
+  need_update=1
+fi
 
 missing=()
 for p in "${packages[@]}"; do
@@ -21,11 +40,10 @@ for p in "${packages[@]}"; do
     missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
+  if [ "$need_update" -eq 1 ]; then $sudo apt-get update -qq; fi
   exit 0
 fi
 
-sudo=""
-if [ "$(id -u)" -ne 0 ]; then sudo="sudo"; fi
 echo "bootstrap: installing ${missing[*]}"
 $sudo apt-get update -qq
 DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null

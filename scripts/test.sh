@@ -2,7 +2,8 @@
 # Builds everything with warnings as errors under AddressSanitizer and
 # UndefinedBehaviorSanitizer, then runs every test on every backend, then
 # runs each libFuzzer target for SLUICE_FUZZ_SECONDS (default 15) from its
-# seed corpus (scripts/fuzz.sh; run it alone for longer).
+# seed corpus (scripts/fuzz.sh; run it alone for longer), then the
+# ThreadSanitizer subset (scripts/tsan.sh; SLUICE_TSAN=0 leaves it out).
 #
 # The Postgres tests use SLUICE_TEST_POSTGRES_URL. When it is not set, this
 # script starts a throwaway PostgreSQL 15 cluster (fsync off) in a fresh
@@ -52,4 +53,7 @@ export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
 ctest --test-dir build/test --output-on-failure -j2 || status=$?
 ./scripts/fuzz.sh "${SLUICE_FUZZ_SECONDS:-15}" || status=$?
+if [ "${SLUICE_TSAN:-1}" != 0 ]; then
+  ./scripts/tsan.sh || status=$?
+fi
 exit "$status"
