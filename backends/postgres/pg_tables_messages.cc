@@ -29,20 +29,23 @@ absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
     if (!exists) return MissingQueue(kOperation, queue);
     return std::vector<int64_t>();
   }
-  ArrayLiteral visible, bodies;
+  ArrayLiteral visible, bodies, priorities;
   bool visible_now = false;
   for (const OutgoingMessage& message : messages) {
     visible.Time(message.visible_at);
+    priorities.Int(message.priority);
     bodies.Json(message.body);
     visible_now = visible_now || message.visible_at <= now;
   }
   const QueueSql& statements = connection_.StatementsFor(queue);
-  SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(
-          statements.send,
-          Params().Time(now).Array(std::move(visible)).Array(std::move(bodies)),
-          kOperation, queue));
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(statements.send,
+                                Params()
+                                    .Time(now)
+                                    .Array(std::move(visible))
+                                    .Array(std::move(bodies))
+                                    .Array(std::move(priorities)),
+                                kOperation, queue));
   if (result.rows() != static_cast<int>(messages.size())) {
     return absl::InternalError(StrCat("postgres SendMessages: queue \"", queue,
                                       "\" took ", result.rows(), " of ",
@@ -72,21 +75,29 @@ absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
   }
   const QueueSql& statements = connection_.StatementsFor(queue);
   SLUICE_ASSIGN_OR_RETURN(
-      Result result, Query(statements.Read(fields),
-                           Params().Time(now).Time(visible_until).Int(limit),
-                           kOperation, queue));
-  std::vector<MessageRecord> messages;
-  messages.reserve(result.rows());
+      Result result,
+      Query(statements.Read(fields),
+            Params().Time(now).Time(visible_until).Int(limit).Text(queue),
+            kOperation, queue));
+  // RETURNING promises no order: put them back in claim order.
+  std::vector<std::pair<int64_t, MessageRecord>> claimed;
+  claimed.reserve(result.rows());
   for (int i = 0; i < result.rows(); ++i) {
+    const int64_t seq = result.row(i).Int();
     SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
-                            ReadMessage(result.row(i), fields));
-    messages.push_back(std::move(message));
+                            ReadMessage(result.row(i, 1), fields));
+    claimed.emplace_back(seq, std::move(message));
   }
-  // RETURNING promises no order.
-  std::sort(messages.begin(), messages.end(),
-            [](const MessageRecord& a, const MessageRecord& b) {
-              return a.message_id < b.message_id;
-            });
+  std::sort(claimed.begin(), claimed.end(), [](const auto& a, const auto& b) {
+    if (a.second.priority != b.second.priority) {
+      return a.second.priority > b.second.priority;
+    }
+    if (a.first != b.first) return a.first < b.first;
+    return a.second.message_id < b.second.message_id;
+  });
+  std::vector<MessageRecord> messages;
+  messages.reserve(claimed.size());
+  for (auto& [seq, message] : claimed) messages.push_back(std::move(message));
   return messages;
 }
 
@@ -96,19 +107,36 @@ absl::Status PgTables::SetVisibility(
   // One row per message, the last change winning.
   absl::flat_hash_map<int64_t, size_t> last;
   for (size_t i = 0; i < updates.size(); ++i) last[updates[i].message_id] = i;
-  ArrayLiteral ids, visible;
+  ArrayLiteral ids, visible, to_tail;
   bool visible_now = !latest_now_.has_value();
   for (size_t i = 0; i < updates.size(); ++i) {
     if (last[updates[i].message_id] != i) continue;
     ids.Int(updates[i].message_id);
     visible.Time(updates[i].visible_at);
+    to_tail.Bool(updates[i].to_tail);
     visible_now = visible_now || updates[i].visible_at <= *latest_now_;
   }
   Send(connection_.StatementsFor(queue).set_visibility,
-       Params().Array(std::move(ids)).Array(std::move(visible)),
+       Params()
+           .Array(std::move(ids))
+           .Array(std::move(visible))
+           .Array(std::move(to_tail)),
        "SetVisibility", queue);
   if (visible_now) NotifyQueue(queue);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<absl::Time>> PgTables::NextVisibleAt(
+    std::string_view queue, absl::Time now) {
+  SawTime(now);
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(connection_.StatementsFor(queue).next_visible,
+                                Params().Time(now), "NextVisibleAt", queue));
+  if (result.rows() == 0) return std::nullopt;
+  Row row = result.row(0);
+  absl::Time visible_at = row.Time();
+  SLUICE_RETURN_IF_ERROR(row.status());
+  return visible_at;
 }
 
 absl::Status PgTables::ArchiveMessages(std::string_view queue,
