@@ -5,9 +5,8 @@
 #include <string>
 #include <thread>
 
-#include "absl/time/clock.h"
-
 #include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "postgres_jobs_fixture.h"
@@ -52,13 +51,13 @@ TEST_F(PostgresJobsTest, SetVisibility_ToTail_GoesBehindItsPriority) {
   ASSERT_THAT(Read("jobs_q", 1), ElementsAre(ids[0]));
   ASSERT_THAT(Read("jobs_q", 1), ElementsAre(ids[1]));
   // A retry goes to the tail; a release keeps its place.
-  ASSERT_TRUE(InTransaction([&](Transaction& tx) {
-                std::vector<VisibilityUpdate> updates = {
-                    {.message_id = ids[0], .visible_at = kJobsT0,
-                     .to_tail = true},
-                    {.message_id = ids[1], .visible_at = kJobsT0}};
-                return tx.SetVisibility("jobs_q", updates);
-              }).ok());
+  ASSERT_TRUE(
+      InTransaction([&](Transaction& tx) {
+        std::vector<VisibilityUpdate> updates = {
+            {.message_id = ids[0], .visible_at = kJobsT0, .to_tail = true},
+            {.message_id = ids[1], .visible_at = kJobsT0}};
+        return tx.SetVisibility("jobs_q", updates);
+      }).ok());
   EXPECT_THAT(Read("jobs_q", 10), ElementsAre(ids[1], ids[2], ids[0], ids[3]));
 }
 
@@ -127,9 +126,8 @@ TEST_F(PostgresJobsTest, RunFields_RoundTrip_OptionsExactly) {
   RunRecord plain = MakeRun(2);
   ASSERT_TRUE(Insert({run, plain}).ok());
   std::unique_ptr<Transaction> tx = Begin();
-  std::vector<std::optional<RunRecord>> read = ValueOf(
-      tx->GetRuns(std::vector{RunNo(1), RunNo(2)}, LockMode::kNone,
-                  Fields::kNoPayloads));
+  std::vector<std::optional<RunRecord>> read = ValueOf(tx->GetRuns(
+      std::vector{RunNo(1), RunNo(2)}, LockMode::kNone, Fields::kNoPayloads));
   ASSERT_TRUE(read[0].has_value() && read[1].has_value());
   EXPECT_EQ(read[0]->priority, -3);
   EXPECT_EQ(read[0]->external_key, "order-17");
@@ -192,8 +190,8 @@ TEST_F(PostgresJobsTest, ListRuns_PagesThroughTiesWithoutGapsOrRepeats) {
           ValueOf(Begin()->ListRuns(query, Fields::kNoPayloads));
       if (got.empty()) break;
       for (const RunRecord& run : got) seen.push_back(run.run_id);
-      query.after = RunQuery::Position{got.back().started_at,
-                                       got.back().run_id};
+      query.after =
+          RunQuery::Position{got.back().started_at, got.back().run_id};
     }
     if (newest_first) {
       EXPECT_THAT(seen, ElementsAre(RunNo(7), RunNo(5), RunNo(4), RunNo(3),
@@ -207,7 +205,8 @@ TEST_F(PostgresJobsTest, ListRuns_PagesThroughTiesWithoutGapsOrRepeats) {
 
 TEST_F(PostgresJobsTest, ListRuns_FiltersByFlowsStatusesAndTimeRange) {
   std::vector<RunRecord> runs = {MakeRun(1, "a", At(1)), MakeRun(2, "b", At(2)),
-                                 MakeRun(3, "c", At(3)), MakeRun(4, "a", At(4))};
+                                 MakeRun(3, "c", At(3)),
+                                 MakeRun(4, "a", At(4))};
   runs[1].status = RunStatus::kFailed;
   runs[1].finished_at = At(20);
   runs[3].status = RunStatus::kCompleted;

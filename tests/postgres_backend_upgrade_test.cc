@@ -33,7 +33,7 @@ std::string QueryText(const std::string& url, const std::string& sql) {
   return text.ok() ? *text : "";
 }
 
-void Execute(const std::string& url, const std::string& sql) {
+void ExecuteSql(const std::string& url, const std::string& sql) {
   absl::StatusOr<Session> session = Session::Open(url);
   ASSERT_TRUE(session.ok()) << session.status();
   absl::Status status = session->Execute(sql, "test");
@@ -48,16 +48,16 @@ TEST_F(PostgresUpgradeTest, Version2Database_WithQueuedMessages_Migrates) {
   ASSERT_TRUE(postgres_internal::MigratePostgresTo(url, 2).ok());
   // What version 2 wrote: a registered queue, three messages in it (pgmq's
   // own send, the database's clock), a run.
-  Execute(url,
-          "INSERT INTO sluice.queues (name, owner_flow, created_at) VALUES "
-          "('old_q', '', now()); SELECT sluice.create_queue('old_q'); "
-          "SELECT pgmq.send('old_q', '{\"n\":1}'::jsonb); "
-          "SELECT pgmq.send('old_q', '{\"n\":2}'::jsonb); "
-          "SELECT pgmq.send('old_q', '{\"n\":3}'::jsonb); "
-          "INSERT INTO sluice.runs (run_id, flow_slug, status, "
-          "remaining_steps, error, started_at, input) VALUES "
-          "('01900000-0000-7000-8000-000000000001', 'jobs', 'started', 1, "
-          "'', now(), '{}')");
+  ExecuteSql(url,
+             "INSERT INTO sluice.queues (name, owner_flow, created_at) VALUES "
+             "('old_q', '', now()); SELECT sluice.create_queue('old_q'); "
+             "SELECT pgmq.send('old_q', '{\"n\":1}'::jsonb); "
+             "SELECT pgmq.send('old_q', '{\"n\":2}'::jsonb); "
+             "SELECT pgmq.send('old_q', '{\"n\":3}'::jsonb); "
+             "INSERT INTO sluice.runs (run_id, flow_slug, status, "
+             "remaining_steps, error, started_at, input) VALUES "
+             "('01900000-0000-7000-8000-000000000001', 'jobs', 'started', 1, "
+             "'', now(), '{}')");
   absl::StatusOr<std::unique_ptr<Backend>> old =
       OpenPostgres(url, PostgresOptions());
   EXPECT_EQ(old.status().code(), absl::StatusCode::kFailedPrecondition);
@@ -66,8 +66,9 @@ TEST_F(PostgresUpgradeTest, Version2Database_WithQueuedMessages_Migrates) {
   absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok()) << report->ToString();
-  EXPECT_EQ(QueryText(url, "SELECT to_regclass('pgmq.q_old_q_sluice_claim') "
-                           "IS NOT NULL"),
+  EXPECT_EQ(QueryText(url,
+                      "SELECT to_regclass('pgmq.q_old_q_sluice_claim') "
+                      "IS NOT NULL"),
             "t");
 
   absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
@@ -82,11 +83,10 @@ TEST_F(PostgresUpgradeTest, Version2Database_WithQueuedMessages_Migrates) {
     absl::StatusOr<std::unique_ptr<Transaction>> tx = (*backend)->Begin();
     ASSERT_TRUE(tx.ok());
     ASSERT_TRUE((*tx)->SendMessages("old_q", std::span(fresh), now).ok());
-    read = ValueOf((*tx)->ReadMessages("old_q", now, 10,
-                                       now + absl::Minutes(1), Fields::kAll));
-    std::optional<RunRecord> run =
-        ValueOf((*tx)->GetRuns(std::vector{RunNo(1)}, LockMode::kNone,
-                               Fields::kAll))[0];
+    read = ValueOf((*tx)->ReadMessages("old_q", now, 10, now + absl::Minutes(1),
+                                       Fields::kAll));
+    std::optional<RunRecord> run = ValueOf((*tx)->GetRuns(
+        std::vector{RunNo(1)}, LockMode::kNone, Fields::kAll))[0];
     ASSERT_TRUE(run.has_value());
     EXPECT_EQ(run->priority, 0);
     EXPECT_EQ(run->external_key, "");
@@ -112,11 +112,12 @@ TEST_F(PostgresJobsTest, SluiceQueue_KeepsPgmqRowShape_PgmqFunctionsWork) {
       Send("shape_q", {2, 7, 0, 1}, absl::Now() - absl::Hours(1));
   ASSERT_EQ(ids.size(), 4u);
   const std::string url = db_->url();
-  EXPECT_EQ(QueryText(url,
-                      "SELECT string_agg(attname, ',' ORDER BY attnum) FROM "
-                      "pg_attribute WHERE attrelid = 'pgmq.q_shape_q'::regclass "
-                      "AND attnum > 0 AND NOT attisdropped"),
-            "msg_id,read_ct,enqueued_at,vt,message,headers");
+  EXPECT_EQ(
+      QueryText(url,
+                "SELECT string_agg(attname, ',' ORDER BY attnum) FROM "
+                "pg_attribute WHERE attrelid = 'pgmq.q_shape_q'::regclass "
+                "AND attnum > 0 AND NOT attisdropped"),
+      "msg_id,read_ct,enqueued_at,vt,message,headers");
   // pgmq's functions that return whole rows (pop, set_vt) and the rest.
   EXPECT_EQ(QueryText(url, StrCat("SELECT msg_id FROM pgmq.set_vt('shape_q', ",
                                   ids[0], ", 0)")),
@@ -134,8 +135,9 @@ TEST_F(PostgresJobsTest, SluiceQueue_KeepsPgmqRowShape_PgmqFunctionsWork) {
   EXPECT_EQ(QueryText(url, "SELECT queue_length FROM pgmq.metrics('shape_q')"),
             "1");
   // A message another pgmq client sends is claimed after Sluice's own.
-  Execute(url, "SELECT pgmq.send('shape_q', '{\"x\":1}'::jsonb)");
-  std::vector<int64_t> later = Send("shape_q", {0});
+  ExecuteSql(url, "SELECT pgmq.send('shape_q', '{\"x\":1}'::jsonb)");
+  std::vector<int64_t> later =
+      Send("shape_q", {0}, absl::Now() - absl::Hours(1));
   EXPECT_THAT(Read("shape_q", 10, absl::Now() + absl::Hours(1)),
               ElementsAre(ids[1], later[0], later[0] - 1));
 }

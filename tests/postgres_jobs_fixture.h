@@ -23,9 +23,7 @@ namespace sluice::testing {
 
 inline const absl::Time kJobsT0 = absl::FromUnixSeconds(1'800'000'000);
 
-inline absl::Time At(int seconds) {
-  return kJobsT0 + absl::Seconds(seconds);
-}
+inline absl::Time At(int seconds) { return kJobsT0 + absl::Seconds(seconds); }
 
 inline Json J(std::string_view text) {
   absl::StatusOr<Json> value = ParseJson(text, "test JSON");
@@ -107,8 +105,7 @@ class PostgresJobsTest : public ::testing::Test {
 
   void CreateQueue(std::string name) {
     ASSERT_TRUE(InTransaction([&](Transaction& tx) {
-                  return tx.CreateQueue(
-                      {.name = name, .created_at = kJobsT0});
+                  return tx.CreateQueue({.name = name, .created_at = kJobsT0});
                 }).ok());
   }
 

@@ -63,8 +63,8 @@ QueueSql::QueueSql(std::string_view queue) {
       live,
       " WHERE vt <= $1::timestamptz AND NOT EXISTS (SELECT 1 FROM "
       "sluice.queues WHERE name = $4 AND paused) ORDER BY ",
-      claim_order, " LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING coalesce(",
-      SeqOf("q."), ", 0), ", columns);
+      claim_order, " LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING ",
+      PriorityOf("q."), ", ", SeqOf("q."), ", ", columns);
   read_all = StrCat(read, ", q.message");
   read_no_payloads = read;
   // to_tail takes a new sequence number; otherwise the message keeps its

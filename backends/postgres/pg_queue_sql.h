@@ -22,8 +22,9 @@ struct QueueSql {
   // rows: (msg_id), in send order.
   std::string send;
   // $1 now, $2 visible_until, $3 limit, $4 the queue's registered name.
-  // Rows: seq, msg_id, read_ct, enqueued_at, vt, priority, then message for
-  // kAll.
+  // Rows: the claim priority and seq as stored (NULL for a message sent
+  // without Sluice's headers), msg_id, read_ct, enqueued_at, vt, priority,
+  // then message for kAll.
   std::string read_all;
   std::string read_no_payloads;
   // $1 msg_id[], $2 vt[], $3 to_tail bool[] (one entry per message).

@@ -17,6 +17,36 @@ absl::Status MissingQueue(std::string_view operation, std::string_view queue) {
       StrCat(operation, ": queue \"", queue, "\" does not exist"));
 }
 
+// A read message with its claim order as stored: NULL (a message another
+// pgmq client sent) sorts last, as in the claim index.
+struct ClaimedMessage {
+  std::optional<int64_t> priority;
+  std::optional<int64_t> seq;
+  MessageRecord record;
+};
+
+std::optional<int64_t> ReadOptionalInt(Row& row) {
+  if (row.IsNull()) {
+    row.Skip();
+    return std::nullopt;
+  }
+  return row.Int();
+}
+
+bool InClaimOrder(const ClaimedMessage& a, const ClaimedMessage& b) {
+  if (a.priority != b.priority) {
+    if (!b.priority.has_value()) return true;
+    if (!a.priority.has_value()) return false;
+    return *a.priority > *b.priority;
+  }
+  if (a.seq != b.seq) {
+    if (!b.seq.has_value()) return true;
+    if (!a.seq.has_value()) return false;
+    return *a.seq < *b.seq;
+  }
+  return a.record.message_id < b.record.message_id;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
@@ -80,24 +110,24 @@ absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
             Params().Time(now).Time(visible_until).Int(limit).Text(queue),
             kOperation, queue));
   // RETURNING promises no order: put them back in claim order.
-  std::vector<std::pair<int64_t, MessageRecord>> claimed;
+  std::vector<ClaimedMessage> claimed;
   claimed.reserve(result.rows());
   for (int i = 0; i < result.rows(); ++i) {
-    const int64_t seq = result.row(i).Int();
-    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
-                            ReadMessage(result.row(i, 1), fields));
-    claimed.emplace_back(seq, std::move(message));
+    Row row = result.row(i);
+    ClaimedMessage message;
+    message.priority = ReadOptionalInt(row);
+    message.seq = ReadOptionalInt(row);
+    SLUICE_RETURN_IF_ERROR(row.status());
+    SLUICE_ASSIGN_OR_RETURN(message.record,
+                            ReadMessage(result.row(i, 2), fields));
+    claimed.push_back(std::move(message));
   }
-  std::sort(claimed.begin(), claimed.end(), [](const auto& a, const auto& b) {
-    if (a.second.priority != b.second.priority) {
-      return a.second.priority > b.second.priority;
-    }
-    if (a.first != b.first) return a.first < b.first;
-    return a.second.message_id < b.second.message_id;
-  });
+  std::sort(claimed.begin(), claimed.end(), InClaimOrder);
   std::vector<MessageRecord> messages;
   messages.reserve(claimed.size());
-  for (auto& [seq, message] : claimed) messages.push_back(std::move(message));
+  for (ClaimedMessage& message : claimed) {
+    messages.push_back(std::move(message.record));
+  }
   return messages;
 }
 

@@ -99,8 +99,13 @@ const std::string& ListRuns(RunQuery::OrderBy order_by, bool newest_first,
       const std::string direction = newest_first ? " DESC" : "";
       statements[i] = StrCat(
           "SELECT ", all ? kRunAll.view() : std::string_view(kRunState),
-          " FROM sluice.runs AS r WHERE ($1::text[] IS NULL OR r.flow_slug = "
-          "ANY($1::text[])) AND ($2::text[] IS NULL OR r.status = "
+          // One flow is an equality, so the (flow_slug, time, run_id)
+          // index yields rows in order; ANY over several cannot (before
+          // Postgres 17) and sorts that flows' matching runs.
+          " FROM sluice.runs AS r WHERE ($1::text[] IS NULL OR "
+          "(cardinality($1::text[]) = 1 AND r.flow_slug = ($1::text[])[1]) OR "
+          "(cardinality($1::text[]) > 1 AND r.flow_slug = ANY($1::text[]))) "
+          "AND ($2::text[] IS NULL OR r.status = "
           "ANY($2::text[])) AND ($3::jsonb IS NULL OR r.metadata @> "
           "$3::jsonb) AND ($4::timestamptz IS NULL OR ",
           time, " >= $4::timestamptz) AND ($5::timestamptz IS NULL OR ", time,
