@@ -412,9 +412,9 @@ TEST_F(PostgresBackendTest,
       {postgres_internal::sql::kAddRunRemainingSteps, {runs_array, "{-1}"}},
       {postgres_internal::sql::kAddStepCounters,
        {runs_array, "{0}", "{-1}", "{0}"}},
-      {queue.set_visibility, {"{5}", "{2030-01-01 00:00:00+00}"}},
+      {queue.set_visibility, {"{5}", "{2030-01-01 00:00:00+00}", "{t}"}},
       {queue.read_all,
-       {"2030-01-01 00:00:00+00", "2030-01-01 00:01:00+00", "10"}},
+       {"2030-01-01 00:00:00+00", "2030-01-01 00:01:00+00", "10", "plans"}},
       {queue.lookup, {"5"}},
   };
   absl::StatusOr<Session> session = Session::Open(db->url());
