@@ -48,7 +48,9 @@ namespace {
 //   stale reports           outbox_by_created
 //   runs of a flow / all    runs_by_flow / runs_by_start, by (started_at,
 //                           run_id): ListRuns pages by (time, run id)
-//   finished runs           runs_finished (partial: finished_at set)
+//   finished runs           runs_finished (partial: finished_at set), by
+//                           (finished_at, seq): retention takes ties in
+//                           insertion order; listing sorts ties by run id
 //   runs by external key    runs_by_key (partial: key set), also what makes
 //                           (flow_slug, external_key) unique
 //   a run by id             runs UNIQUE (run_id), once per transaction: the
@@ -172,7 +174,7 @@ CREATE TABLE runs (
                             R"sql(
 CREATE INDEX runs_by_flow ON runs (flow_slug, started_at, run_id);
 CREATE INDEX runs_by_start ON runs (started_at, run_id);
-CREATE INDEX runs_finished ON runs (finished_at, run_id)
+CREATE INDEX runs_finished ON runs (finished_at)
   WHERE finished_at IS NOT NULL;
 CREATE UNIQUE INDEX runs_by_key ON runs (flow_slug, external_key)
   WHERE external_key <> '';

@@ -124,9 +124,10 @@ inline constexpr std::string_view kGetRunRemainingSteps =
 // ListRuns' statement for the shape of `query` (which filters are set, not
 // their values, which are bound): a walk of runs_by_flow (one flow, by
 // start), runs_by_start or runs_finished in the query's order, which is
-// each index's own. Parameters: ?1 the flow (one) or rows (flow slug) (more
-// than one); ?2 rows (status name); ?3 from; ?4 to; ?5 and ?6 the `after`
-// position's time and run id. No LIMIT: the caller steps until it has
+// each index's own (runs_finished's ties, held in insertion order, are
+// sorted by run id as they come). Parameters: ?1 the flow (one) or rows (flow
+// slug) (more than one); ?2 rows (status name); ?3 from; ?4 to; ?5 and ?6 the
+// `after` position's time and run id. No LIMIT: the caller steps until it has
 // `limit` runs that also match the metadata filter. Defined in
 // sqlite_tables_listing.cc.
 std::string ListRunsSql(const RunQuery& query, Fields fields);
@@ -143,14 +144,15 @@ inline constexpr ByFields kFindRunsByKey{kFindRunsByKeyAll.view(),
                                          kFindRunsByKeyNoPayloads.view()};
 // `finished_at IS NOT NULL` repeats runs_finished's WHERE clause, which is
 // what lets SQLite use that partial index; the index holds (finished_at,
-// run_id), so this order is its own. Only ended runs have a finished_at; the
-// status test keeps that an assumption about speed, not about results.
+// seq), so this order (ties in insertion order) is its own. Only ended runs
+// have a finished_at; the status test keeps that an assumption about speed, not
+// about results.
 inline constexpr auto kFindFinishedRuns =
     JoinSql("SELECT ", kRunStateColumns,
             " FROM runs INDEXED BY runs_finished "
             "WHERE finished_at IS NOT NULL AND finished_at < ?1 "
             "AND status IN ('completed', 'failed', 'cancelled') "
-            "ORDER BY finished_at, run_id LIMIT ?2");
+            "ORDER BY finished_at, seq LIMIT ?2");
 
 // Deleting runs. Rows: (seq, run id). Messages go first, found through the
 // tasks that are deleted next.

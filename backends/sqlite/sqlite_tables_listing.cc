@@ -18,8 +18,10 @@ std::string sql::ListRunsSql(const RunQuery& query, Fields fields) {
   const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
   const bool one_flow = query.flow_slugs.size() == 1;
   const std::string_view column = by_finish ? "finished_at" : "started_at";
-  // Each index holds (time, run_id) after its equality columns, so the
-  // query's order is the index's own, forwards or backwards.
+  // runs_by_flow and runs_by_start hold (time, run_id) after their
+  // equality columns, so the query's order is the index's own, forwards or
+  // backwards. runs_finished holds (finished_at, seq), the order retention
+  // needs; SQLite sorts each group of equal times by run id as it walks.
   const std::string_view index = by_finish  ? "runs_finished"
                                  : one_flow ? "runs_by_flow"
                                             : "runs_by_start";
