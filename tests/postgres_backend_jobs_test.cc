@@ -320,6 +320,8 @@ TEST_F(PostgresJobsTest, CountTasks_SplitsQueuedByVisibility) {
   counts = ValueOf(tx->CountTasks("jobs_q", At(60)));
   EXPECT_EQ(counts.waiting, 3);
   EXPECT_EQ(counts.delayed, 0);
+  counts = ValueOf(tx->CountTasks("no_such_q", kJobsT0));
+  EXPECT_EQ(counts.waiting + counts.delayed + counts.active, 0);
 }
 
 // --- The attempts ledger ----------------------------------------------------

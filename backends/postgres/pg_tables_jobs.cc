@@ -41,11 +41,14 @@ absl::Status PgTables::SetQueuePaused(std::string_view name, bool paused) {
 absl::StatusOr<QueueCounts> PgTables::CountTasks(std::string_view queue,
                                                  absl::Time now) {
   SawTime(now);
+  QueueCounts counts;
+  // A queue that does not exist has no tasks (its table can't be joined).
+  SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
+  if (!exists) return counts;
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
       Query(connection_.StatementsFor(queue).count_tasks,
             Params().Text(queue).Time(now), "CountTasks", queue));
-  QueueCounts counts;
   for (int i = 0; i < result.rows(); ++i) {
     Row row = result.row(i);
     const std::string status = row.Text();
