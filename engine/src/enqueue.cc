@@ -16,8 +16,8 @@
 // the new earliest visibility.
 #include <memory>
 
-#include "enqueue_options.h"
 #include "engine_impl.h"
+#include "enqueue_options.h"
 #include "run_progress.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
@@ -39,11 +39,10 @@ absl::Status ValidateInput(const CompiledFlow& flow, std::string_view owner,
       CheckJsonPayload(input, StrCat(owner, ": input"), max_payload_bytes));
   int root_map = flow.root_map_step();
   if (root_map < 0 || input.is_array()) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      StrCat(owner, ": flow \"", flow.slug(), "\" has a root map step \"",
-             flow.step(root_map).shape->slug,
-             "\", so its run input must be a JSON array, not ",
-             JsonTypeName(input)));
+  return absl::InvalidArgumentError(StrCat(
+      owner, ": flow \"", flow.slug(), "\" has a root map step \"",
+      flow.step(root_map).shape->slug,
+      "\", so its run input must be a JSON array, not ", JsonTypeName(input)));
 }
 
 // Adds items to one transaction. Plain items (no id, no dedupe) gather in
@@ -96,8 +95,8 @@ class Enqueuer {
 absl::Status Enqueuer::CreateRun(WriteBatch& writes, RunId id,
                                  const Json& input,
                                  RunProgress::NewRunSettings settings) {
-  RunProgress run =
-      RunProgress::ForNewRun(ContextFor(writes), id, input, std::move(settings));
+  RunProgress run = RunProgress::ForNewRun(ContextFor(writes), id, input,
+                                           std::move(settings));
   SLUICE_RETURN_IF_ERROR(run.Advance());
   run.Finish();
   return absl::OkStatus();
@@ -128,8 +127,9 @@ absl::StatusOr<bool> Enqueuer::IsDelayed(const RunRecord& run) {
   if (tasks.empty()) return false;
   for (const TaskRecord& task : tasks) {
     if (task.status != TaskStatus::kQueued || task.attempts != 0) return false;
-    SLUICE_ASSIGN_OR_RETURN(std::optional<MessageLocation> message,
-                            tx_.LookupMessage(task.queue_name, task.message_id));
+    SLUICE_ASSIGN_OR_RETURN(
+        std::optional<MessageLocation> message,
+        tx_.LookupMessage(task.queue_name, task.message_id));
     if (!message || message->archived || message->message.visible_at <= now_) {
       return false;
     }
@@ -241,15 +241,15 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
                             : StrCat(kind, " \"", flow_slug, "\"");
   };
   for (size_t i = 0; i < items.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(
-        owner(i), items[i].options, options().max_payload_bytes));
+    SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(owner(i), items[i].options,
+                                                  options().max_payload_bytes));
   }
   if (items.empty()) return std::vector<EnqueueResult>();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Begin());
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> flow =
       FlowFor(*tx, flow_slug);
-  if (as_job && (absl::IsNotFound(flow.status()) ||
-                 (flow.ok() && !IsJob(**flow)))) {
+  if (as_job &&
+      (absl::IsNotFound(flow.status()) || (flow.ok() && !IsJob(**flow)))) {
     return absl::NotFoundError(
         StrCat("job \"", flow_slug, "\" is not deployed",
                flow.ok() ? " (a flow of that name is; use StartRun)" : "",

@@ -52,11 +52,11 @@ absl::Status ValidateOverrides(std::string_view owner,
   }
   if (o.backoff && (o.backoff->delay < absl::ZeroDuration() ||
                     o.backoff->delay > kMaxRetryDelay)) {
-    return Invalid(owner, StrCat("backoff delay ",
-                                 absl::FormatDuration(o.backoff->delay),
-                                 " is out of range; it must be >= 0 and at "
-                                 "most ",
-                                 absl::FormatDuration(kMaxRetryDelay)));
+    return Invalid(
+        owner, StrCat("backoff delay ", absl::FormatDuration(o.backoff->delay),
+                      " is out of range; it must be >= 0 and at "
+                      "most ",
+                      absl::FormatDuration(kMaxRetryDelay)));
   }
   return absl::OkStatus();
 }
@@ -85,8 +85,9 @@ absl::Status ValidateKey(std::string_view owner, std::string_view what,
                                  " bytes; the limit is ", kMaxKeyBytes));
   }
   if (!IsValidUtf8(key) || key.find('\0') != std::string_view::npos) {
-    return Invalid(owner, StrCat(what, " is not valid UTF-8 text (or holds a "
-                                       "NUL byte)"));
+    return Invalid(owner, StrCat(what,
+                                 " is not valid UTF-8 text (or holds a "
+                                 "NUL byte)"));
   }
   return absl::OkStatus();
 }

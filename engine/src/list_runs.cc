@@ -6,8 +6,8 @@
 #include <cstdint>
 
 #include "absl/strings/escaping.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "engine_impl.h"
 #include "queue_name.h"
@@ -40,13 +40,13 @@ uint64_t FilterHash(const RunFilter& filter) {
   std::vector<int> statuses;
   for (RunStatus s : filter.statuses) statuses.push_back(static_cast<int>(s));
   std::sort(statuses.begin(), statuses.end());
-  std::string text = StrCat(
-      "names=", absl::StrJoin(names, ","), ";queue=", filter.queue,
-      ";statuses=", absl::StrJoin(statuses, ","),
-      ";metadata=", SerializeJson(filter.metadata),
-      ";order=", static_cast<int>(filter.order_by),
-      ";newest_first=", filter.newest_first, ";from=", TimeKey(filter.from),
-      ";to=", TimeKey(filter.to));
+  std::string text =
+      StrCat("names=", absl::StrJoin(names, ","), ";queue=", filter.queue,
+             ";statuses=", absl::StrJoin(statuses, ","),
+             ";metadata=", SerializeJson(filter.metadata),
+             ";order=", static_cast<int>(filter.order_by),
+             ";newest_first=", filter.newest_first,
+             ";from=", TimeKey(filter.from), ";to=", TimeKey(filter.to));
   return Fnv1a(text);
 }
 

@@ -85,11 +85,11 @@ absl::Status Engine::RemoveRun(const RunId& run_id) {
         tx->GetUnfinishedTasks(run_id, std::nullopt, Fields::kNoPayloads));
     for (const TaskRecord& task : unfinished) {
       if (task.status != TaskStatus::kStarted) continue;
-      return absl::FailedPreconditionError(StrCat(
-          "run ", run_id.ToString(), " has a started task (step ",
-          task.key.step_index, ", task ", task.key.task_index,
-          "); cancel the run (Engine::CancelRun) and remove it once it "
-          "ended"));
+      return absl::FailedPreconditionError(
+          StrCat("run ", run_id.ToString(), " has a started task (step ",
+                 task.key.step_index, ", task ", task.key.task_index,
+                 "); cancel the run (Engine::CancelRun) and remove it once it "
+                 "ended"));
     }
   }
   SLUICE_RETURN_IF_ERROR(DeleteRunsAndKeys(*tx, std::span(&*runs[0], 1)));
