@@ -13,7 +13,9 @@
 //      d. otherwise the entry is dead and the new run takes the key over;
 //   3. a new run; with dedupe, it registers the key.
 // Every insert wakes the queue, a delayed one too, so idle workers learn
-// the new earliest visibility.
+// the new earliest visibility. Keyed items hold the flow's slug lock, so
+// concurrent decisions on one key are serialized.
+#include <algorithm>
 #include <memory>
 
 #include "engine_impl.h"
@@ -246,6 +248,14 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
   }
   if (items.empty()) return std::vector<EnqueueResult>();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Begin());
+  bool keyed = std::any_of(items.begin(), items.end(), [](const auto& item) {
+    return item.options.id.has_value() || item.options.dedupe.has_value();
+  });
+  // Ids and dedupe keys are decided by reading, then writing: two
+  // transactions that both read "no such key" would both insert. Holding
+  // the flow's slug lock serializes keyed enqueues of one job or flow
+  // (across processes on Postgres), so each decision sees the one before.
+  if (keyed) SLUICE_RETURN_IF_ERROR(tx->LockFlowSlug(flow_slug));
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> flow =
       FlowFor(*tx, flow_slug);
   if (as_job &&
