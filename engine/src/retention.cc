@@ -129,6 +129,11 @@ absl::StatusOr<int> Engine::ApplyRetention(int limit) {
     SLUICE_RETURN_IF_ERROR(pass.Visit(shape));
   }
   std::vector<RunId> doomed = pass.TakeDoomed();
+  if (doomed.empty()) {
+    if (expired == 0) return 0;
+    SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+    return 0;
+  }
   std::sort(doomed.begin(), doomed.end());  // the engine locks in id order
   // Lock and re-read: a run retried since the listing is started again and
   // must stay.
