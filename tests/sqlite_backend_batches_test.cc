@@ -144,11 +144,13 @@ TEST_F(SqliteBackendTest, CorruptStoredJson_IsUnreadableWithoutTheText) {
                     Not(HasSubstr("secret"))));
 }
 
-TEST_F(SqliteBackendTest, ListRuns_SameStartTime_LaterInsertIsNewer) {
+// Ties break by run id, not by insertion order: ListRuns pages by (time,
+// run id).
+TEST_F(SqliteBackendTest, ListRuns_SameStartTime_LargerRunIdIsNewer) {
   std::unique_ptr<SqliteBackend> backend = Open();
   // Ids that sort opposite to insertion order.
-  const RunId first(2, 0);
-  const RunId second(1, 0);
+  const RunId first(1, 0);
+  const RunId second(2, 0);
   std::vector<RunRecord> runs = {MakeRun(first, "flow", kT0),
                                  MakeRun(second, "flow", kT0)};
   std::unique_ptr<Transaction> txn = Begin(*backend);

@@ -2,6 +2,7 @@
 // every statement a batch or retention call runs, searches through the
 // index it was written for, never scans a table and never sorts.
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,9 @@ constexpr std::string_view kTasksOfStep =
     "USING PRIMARY KEY (run_seq=? AND step_index=?)";
 constexpr std::string_view kMessage =
     "USING PRIMARY KEY (queue_name=? AND message_id=?)";
+// The claim order itself: no sort.
+constexpr std::string_view kClaimOrder =
+    "USING INDEX messages_claim (queue_name=?)";
 // A walk of the rows bound to sluice_rows(?n), in their order; a search of
 // them by c0, or by c0 and c1.
 constexpr std::string_view kBatch = "VIRTUAL TABLE INDEX 1:";
@@ -74,8 +78,12 @@ std::vector<PlannedStatement> RunStatements() {
        sql::kAddRunRemainingSteps,
        {kBatch, kRunBySeq, kBatchByC0}},
       {"GetRunRemainingSteps", sql::kGetRunRemainingSteps, {kBatch, kRunBySeq}},
-      {"ListRunsOfFlow", sql::kListRunsOfFlow, {"runs_by_flow"}},
-      {"ListAllRuns", sql::kListAllRuns, {"runs_by_start"}},
+      {"FindRunsByKey",
+       sql::kFindRunsByKey.all,
+       {kBatch, "runs_by_key (flow_slug=? AND external_key=?)"}},
+      {"FindRunsByKeyNoPayloads",
+       sql::kFindRunsByKey.no_payloads,
+       {kBatch, "runs_by_key (flow_slug=? AND external_key=?)"}},
       {"FindFinishedRuns",
        sql::kFindFinishedRuns,
        {"USING INDEX runs_finished (finished_at>? AND finished_at<?)"}},
@@ -86,6 +94,7 @@ std::vector<PlannedStatement> RunStatements() {
        sql::kDeleteRunArchivedMessages,
        {kBatch, kRowsOfRun, kMessage}},
       {"DeleteRunReports", sql::kDeleteRunReports, {kBatch}, "SCAN outbox"},
+      {"DeleteRunAttempts", sql::kDeleteRunAttempts, {kBatch, kRowsOfRun}},
       {"DeleteRunTasks", sql::kDeleteRunTasks, {kBatch, kRowsOfRun}},
       {"DeleteRunStepStates", sql::kDeleteRunStepStates, {kBatch, kRowsOfRun}},
       {"DeleteRuns", sql::kDeleteRuns, {kBatch, kRunBySeq}},
@@ -138,11 +147,17 @@ std::vector<PlannedStatement> QueueAndOtherStatements() {
       {"TakeStaleReports", sql::kTakeStaleReports, {"outbox_by_created"}},
       {"ReserveMessageIds", sql::kReserveMessageIds, {"PRIMARY KEY"}},
       {"InsertMessages", sql::kInsertMessages, {kBatch}},
-      {"ReadMessages", sql::kReadMessages.all, {"PRIMARY KEY"}},
+      {"ReadMessages", sql::kReadMessages.all, {kClaimOrder, kMessage}},
       {"ReadMessagesNoPayloads",
        sql::kReadMessages.no_payloads,
-       {"PRIMARY KEY"}},
+       {kClaimOrder, kMessage}},
       {"SetVisibility", sql::kSetVisibility, {kMessage}},
+      {"SetVisibilityToTail", sql::kSetVisibilityToTail, {kMessage}},
+      {"ReserveSeqs", sql::kReserveSeqs, {"PRIMARY KEY"}},
+      {"NextVisibleAt",
+       sql::kNextVisibleAt,
+       {"USING COVERING INDEX messages_visible (queue_name=? AND "
+        "visible_at>?)"}},
       {"CopyToArchive", sql::kCopyToArchive, {kBatch, "PRIMARY KEY"}},
       {"DeleteMessages", sql::kDeleteMessages, {kBatch, "PRIMARY KEY"}},
       {"LookupLive", sql::kLookupLive, {kMessage}},
@@ -152,9 +167,79 @@ std::vector<PlannedStatement> QueueAndOtherStatements() {
   };
 }
 
+// ListRuns' statement for each kind of query, kept for the string_views.
+std::string_view ListRunsText(const RunQuery& query, Fields fields) {
+  static auto* texts = new std::vector<std::unique_ptr<std::string>>();
+  texts->push_back(std::make_unique<std::string>(
+      sqlite_internal::sql::ListRunsSql(query, fields)));
+  return *texts->back();
+}
+
+std::vector<PlannedStatement> ListRunsStatements() {
+  RunQuery all_flows = RunQuery::OfFlow("", 10);
+  RunQuery one_flow = RunQuery::OfFlow("greet", 10);
+  RunQuery one_flow_after = one_flow;
+  one_flow_after.after = RunQuery::Position{kT0, RunId(1, 2)};
+  RunQuery everything = all_flows;  // every filter, oldest first
+  everything.flow_slugs = {"a", "b"};
+  everything.statuses = {RunStatus::kCompleted, RunStatus::kFailed};
+  everything.from = kT0;
+  everything.to = kT0 + absl::Hours(1);
+  everything.after = RunQuery::Position{kT0, RunId(1, 2)};
+  everything.newest_first = false;
+  RunQuery finished = everything;
+  finished.order_by = RunQuery::OrderBy::kFinishedAt;
+  RunQuery finished_of_flow = RunQuery::OfFlow("greet", 10);
+  finished_of_flow.order_by = RunQuery::OrderBy::kFinishedAt;
+  return {
+      {"ListRunsAll",
+       ListRunsText(all_flows, Fields::kAll),
+       {"USING INDEX runs_by_start"}},
+      {"ListRunsOfFlow",
+       ListRunsText(one_flow, Fields::kNoPayloads),
+       {"USING INDEX runs_by_flow (flow_slug=?)"}},
+      {"ListRunsOfFlowAfter",
+       ListRunsText(one_flow_after, Fields::kAll),
+       {"USING INDEX runs_by_flow (flow_slug=? AND "
+        "(started_at,run_id)<(?,?))"}},
+      {"ListRunsEveryFilter",
+       ListRunsText(everything, Fields::kAll),
+       {"USING INDEX runs_by_start ("}},
+      {"ListRunsFinished",
+       ListRunsText(finished, Fields::kAll),
+       {"USING INDEX runs_finished ("}},
+      {"ListRunsFinishedOfFlow",
+       ListRunsText(finished_of_flow, Fields::kAll),
+       {"USING INDEX runs_finished"}},
+  };
+}
+
+// Jobs: counts, the attempts ledger, dedupe, the queue registry.
+std::vector<PlannedStatement> JobStatements() {
+  namespace sql = sqlite_internal::sql;
+  return {
+      {"CountTasks",
+       sql::kCountTasks,
+       {"sqlite_autoindex_tasks_2 (queue_name=?)", kMessage}},
+      {"AppendAttempts", sql::kAppendAttempts, {kBatch}},
+      {"ListAttempts", sql::kListAttempts, {kRowsOfRun}},
+      {"GetDedupe", sql::kGetDedupe, {"PRIMARY KEY (flow_slug=? AND key=?)"}},
+      {"DeleteDedupe",
+       sql::kDeleteDedupe,
+       {"PRIMARY KEY (flow_slug=? AND key=?)"}},
+      {"DeleteExpiredDedupe",
+       sql::kDeleteExpiredDedupe,
+       {"dedupe_expiring (expires_at>? AND expires_at<?)", "PRIMARY KEY"}},
+      // The registry holds a row per queue, and listing reads them all.
+      {"ListQueues", sql::kListQueues, {"SCAN queues"}, "SCAN queues"},
+      {"SetQueuePaused", sql::kSetQueuePaused, {"PRIMARY KEY (name=?)"}},
+  };
+}
+
 std::vector<PlannedStatement> PlannedStatements() {
   std::vector<PlannedStatement> all = RunStatements();
-  for (auto* more : {StepAndTaskStatements, QueueAndOtherStatements}) {
+  for (auto* more : {StepAndTaskStatements, QueueAndOtherStatements,
+                     ListRunsStatements, JobStatements}) {
     for (PlannedStatement& statement : more()) all.push_back(statement);
   }
   return all;
@@ -201,6 +286,7 @@ TEST_F(SqliteBackendTest, PlannedStatements_UseTheirIndexes_AfterAnalyze) {
     ASSERT_TRUE(txn->CreateQueue(MakeQueue("flow")).ok());
     const RunId run_id = RunId::Random();
     RunRecord run = MakeRun(run_id, "flow", kT0);
+    run.external_key = "key";
     ASSERT_TRUE(txn->InsertRuns({&run, 1}).ok());
     StepStateRecord step = MakeStep(run_id, 0);
     ASSERT_TRUE(txn->InsertStepStates({&step, 1}).ok());
@@ -212,6 +298,12 @@ TEST_F(SqliteBackendTest, PlannedStatements_UseTheirIndexes_AfterAnalyze) {
     }
     ASSERT_TRUE(txn->InsertTasks(tasks).ok());
     ASSERT_TRUE(txn->SendMessages("flow", messages, kT0).ok());
+    AttemptRecord attempt;
+    attempt.task = tasks[0].key;
+    attempt.finished_at = kT0;
+    ASSERT_TRUE(txn->AppendAttempts({&attempt, 1}).ok());
+    ASSERT_TRUE(txn->PutDedupe({"flow", "key", run_id, kT0}).ok());
+    ASSERT_TRUE(txn->PutDedupe({"flow", "held", run_id, std::nullopt}).ok());
     ASSERT_TRUE(txn->Commit().ok());
   }
   RawDatabase raw(path());

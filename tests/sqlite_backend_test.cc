@@ -62,13 +62,16 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
             std::to_string(SqliteBackend::kSchemaVersion));
   EXPECT_THAT(raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'table' "
                        "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-              ElementsAre("archived_messages", "flows", "messages", "outbox",
-                          "queues", "runs", "step_states", "tasks", "workers"));
+              ElementsAre("archived_messages", "attempts", "dedupe", "flows",
+                          "messages", "outbox", "queues", "runs", "step_states",
+                          "tasks", "workers"));
   EXPECT_THAT(
       raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
                "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-      ElementsAre("outbox_by_created", "runs_by_flow", "runs_by_start",
-                  "runs_finished", "tasks_stalled", "tasks_unfinished"));
+      ElementsAre("dedupe_expiring", "messages_claim", "messages_visible",
+                  "outbox_by_created", "runs_by_flow", "runs_by_key",
+                  "runs_by_start", "runs_finished", "tasks_stalled",
+                  "tasks_unfinished"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {
@@ -85,20 +88,24 @@ TEST_F(SqliteBackendTest, Open_TwiceOnOneFile_KeepsTheSchema) {
   std::unique_ptr<SqliteBackend> second = Open();
   ASSERT_NE(first, nullptr);
   ASSERT_NE(second, nullptr);
-  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"), "1");
+  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"),
+            std::to_string(SqliteBackend::kSchemaVersion));
 }
 
 TEST_F(SqliteBackendTest, Open_NewerSchemaVersion_FailsNamingBothVersions) {
   ASSERT_NE(Open(), nullptr);
-  RawDatabase(path()).Exec("PRAGMA user_version = 2");
+  const int newer = SqliteBackend::kSchemaVersion + 1;
+  RawDatabase(path()).Exec(StrCat("PRAGMA user_version = ", newer));
 
   absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
       SqliteBackend::Open(path());
 
   EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(backend.status().message(),
-              AllOf(HasSubstr("schema version 2"), HasSubstr("version 1"),
-                    HasSubstr(path())));
+  EXPECT_THAT(
+      backend.status().message(),
+      AllOf(HasSubstr(StrCat("schema version ", newer)),
+            HasSubstr(StrCat("version ", SqliteBackend::kSchemaVersion)),
+            HasSubstr(path())));
 }
 
 TEST_F(SqliteBackendTest, Open_AnotherApplicationsDatabase_IsRefused) {

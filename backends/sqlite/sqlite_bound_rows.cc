@@ -136,8 +136,9 @@ constexpr int kFirstCell = 1;
 constexpr int kRowsArgument = kFirstCell + BoundRows::kMaxColumns;
 constexpr char kDeclaration[] =
     "CREATE TABLE x(key, c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, "
-    "c12, c13, c14, c15, c16, c17, c18, c19, rows HIDDEN)";
-static_assert(BoundRows::kMaxColumns == 20, "update kDeclaration");
+    "c12, c13, c14, c15, c16, c17, c18, c19, c20, c21, c22, c23, "
+    "rows HIDDEN)";
+static_assert(BoundRows::kMaxColumns == 24, "update kDeclaration");
 
 // idxNum: 1 walks every row; 2 and 3 search by c0, or by c0 and c1 (the
 // values are argv[1] and argv[2]).

@@ -49,8 +49,8 @@ namespace sluice::sqlite_internal {
 
 class BoundRows {
  public:
-  // The most cells a row may have (c0 ... c19).
-  static constexpr int kMaxColumns = 20;
+  // The most cells a row may have (c0 ... c23).
+  static constexpr int kMaxColumns = 24;
   // The pointer type sqlite3_bind_pointer checks.
   static constexpr char kPointerType[] = "sluice_rows";
 

@@ -35,6 +35,13 @@ std::optional<Json> ReadOptionalJson(const Statement& row, int column,
   return std::move(*value);
 }
 
+// JSON stored as NULL when it is JSON null (metadata, options).
+Json ReadNullableJson(const Statement& row, int column, std::string_view what,
+                      std::string& unreadable) {
+  if (row.IsNull(column)) return Json();
+  return ReadJson(row, column, what, unreadable);
+}
+
 RunId ReadRunId(const Statement& row, int column, std::string& unreadable) {
   absl::StatusOr<RunId> run_id = RunId::Parse(row.Text(column));
   if (!run_id.ok()) {
@@ -106,6 +113,22 @@ void BindOptionalJson(Statement& statement, int index,
   }
 }
 
+void BindNullableJson(Statement& statement, int index, const Json& value) {
+  if (value.is_null()) {
+    statement.BindNull(index);
+  } else {
+    BindJson(statement, index, value);
+  }
+}
+
+void AddNullableJson(BoundRows& rows, const Json& value) {
+  if (value.is_null()) {
+    rows.AddNull();
+  } else {
+    AddJson(rows, value);
+  }
+}
+
 void AddRunId(BoundRows& rows, const RunId& run_id) {
   char text[36];
   rows.AddText(FormatRunId(run_id, text));
@@ -141,7 +164,7 @@ absl::StatusOr<FlowRecord> ReadFlow(const Statement& row) {
 
 QueueRecord ReadQueue(const Statement& row) {
   return QueueRecord{std::string(row.Text(0)), std::string(row.Text(1)),
-                     row.Time(2)};
+                     row.Time(2), row.Int(3) != 0};
 }
 
 absl::StatusOr<RunRecord> ReadRun(const Statement& row, Fields fields,
@@ -155,6 +178,11 @@ absl::StatusOr<RunRecord> ReadRun(const Statement& row, Fields fields,
   run.error = row.Text(c++);
   run.started_at = row.Time(c++);
   run.finished_at = row.OptionalTime(c++);
+  run.priority = static_cast<int>(row.Int(c++));
+  run.external_key = row.Text(c++);
+  run.cancel_requested = row.Int(c++) != 0;
+  run.metadata = ReadNullableJson(row, c++, "run metadata", run.unreadable);
+  run.options = ReadNullableJson(row, c++, "run options", run.unreadable);
   if (fields == Fields::kAll) {
     run.input = ReadJson(row, c++, "run input", run.unreadable);
     run.output = ReadOptionalJson(row, c++, "run output", run.unreadable);
@@ -201,6 +229,9 @@ absl::StatusOr<TaskRecord> ReadTask(const Statement& row, Fields fields,
   task.stall_at = row.OptionalTime(c++);
   task.requeued_count = static_cast<int>(row.Int(c++));
   task.worker_id = row.Text(c++);
+  task.budget_start = static_cast<int>(row.Int(c++));
+  task.cancel_requested = row.Int(c++) != 0;
+  task.options = ReadNullableJson(row, c++, "task options", task.unreadable);
   if (fields == Fields::kAll) {
     task.input = ReadJson(row, c++, "task input", task.unreadable);
     task.output = ReadOptionalJson(row, c++, "task output", task.unreadable);
@@ -218,16 +249,40 @@ absl::StatusOr<OutboxReport> ReadReport(const Statement& row) {
   return report;
 }
 
-absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields) {
+absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields,
+                                          int first) {
   MessageRecord message;
-  message.message_id = row.Int(0);
-  message.read_count = static_cast<int>(row.Int(1));
-  message.enqueued_at = row.Time(2);
-  message.visible_at = row.Time(3);
+  message.message_id = row.Int(first);
+  message.read_count = static_cast<int>(row.Int(first + 1));
+  message.enqueued_at = row.Time(first + 2);
+  message.visible_at = row.Time(first + 3);
+  message.priority = static_cast<int>(row.Int(first + 4));
   if (fields == Fields::kAll) {
-    message.body = ReadJson(row, 4, "message body", message.unreadable);
+    message.body = ReadJson(row, first + 5, "message body", message.unreadable);
   }
   return message;
+}
+
+AttemptRecord ReadAttempt(const Statement& row) {
+  AttemptRecord attempt;
+  attempt.task = ReadTaskKey(row, 0, attempt.unreadable);
+  attempt.attempt = static_cast<int>(row.Int(3));
+  attempt.worker_id = row.Text(4);
+  attempt.started_at = row.OptionalTime(5);
+  attempt.finished_at = row.Time(6);
+  attempt.outcome = ReadEnum(row, 7, ParseAttemptOutcome, attempt.unreadable);
+  attempt.error = row.Text(8);
+  return attempt;
+}
+
+DedupeRecord ReadDedupe(const Statement& row) {
+  DedupeRecord entry;
+  entry.flow_slug = row.Text(0);
+  entry.key = row.Text(1);
+  absl::StatusOr<RunId> run_id = RunId::Parse(row.Text(2));
+  if (run_id.ok()) entry.run_id = *run_id;
+  entry.expires_at = row.OptionalTime(3);
+  return entry;
 }
 
 WorkerRecord ReadWorker(const Statement& row) {

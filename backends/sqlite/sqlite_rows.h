@@ -48,16 +48,20 @@ void BindOptionalJson(Statement& statement, int index,
 void AddRunId(BoundRows& rows, const RunId& run_id);
 void AddJson(BoundRows& rows, const Json& value);
 void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value);
+// JSON that is null when unset (metadata, options): NULL for JSON null.
+void AddNullableJson(BoundRows& rows, const Json& value);
+void BindNullableJson(Statement& statement, int index, const Json& value);
 
 inline constexpr char kFlowColumns[] = "slug, definition, created_at";
 absl::StatusOr<FlowRecord> ReadFlow(const Statement& row);
 
-inline constexpr char kQueueColumns[] = "name, owner_flow, created_at";
+inline constexpr char kQueueColumns[] = "name, owner_flow, created_at, paused";
 QueueRecord ReadQueue(const Statement& row);
 
 inline constexpr char kRunStateColumns[] =
     "run_id, flow_slug, status, remaining_steps, error, started_at, "
-    "finished_at";
+    "finished_at, priority, external_key, cancel_requested, metadata, "
+    "options";
 inline constexpr auto kRunColumns =
     JoinSql(kRunStateColumns, ", input, output");
 // Reads kRunColumns, or only kRunStateColumns for kNoPayloads.
@@ -76,7 +80,7 @@ absl::StatusOr<StepStateRecord> ReadStepState(const Statement& row,
 inline constexpr char kTaskStateColumns[] =
     "run_id, step_index, task_index, flow_slug, status, attempts, error, "
     "queue_name, message_id, queued_at, started_at, finished_at, stall_at, "
-    "requeued_count, worker_id";
+    "requeued_count, worker_id, budget_start, cancel_requested, options";
 inline constexpr auto kTaskColumns =
     JoinSql(kTaskStateColumns, ", input, output");
 // Reads kTaskColumns, or only kTaskStateColumns for kNoPayloads.
@@ -88,10 +92,21 @@ inline constexpr char kReportColumns[] =
 absl::StatusOr<OutboxReport> ReadReport(const Statement& row);
 
 inline constexpr char kMessageStateColumns[] =
-    "message_id, read_count, enqueued_at, visible_at";
+    "message_id, read_count, enqueued_at, visible_at, priority";
 inline constexpr auto kMessageColumns = JoinSql(kMessageStateColumns, ", body");
 // Reads kMessageColumns, or only kMessageStateColumns for kNoPayloads.
-absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields);
+absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields,
+                                          int first = 0);
+
+inline constexpr char kAttemptColumns[] =
+    "run_id, step_index, task_index, attempt, worker_id, started_at, "
+    "finished_at, outcome, error";
+AttemptRecord ReadAttempt(const Statement& row);
+
+inline constexpr char kDedupeColumns[] = "flow_slug, key, run_id, expires_at";
+// A run id that does not decode reads as the nil id (no run has it), so the
+// entry holds nothing.
+DedupeRecord ReadDedupe(const Statement& row);
 
 inline constexpr char kWorkerColumns[] =
     "worker_id, queue_name, flow_slug, started_at, last_heartbeat_at, "

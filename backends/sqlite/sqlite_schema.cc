@@ -17,48 +17,60 @@
 namespace sluice::sqlite_internal {
 namespace {
 
-// Schema version 1. (No file with an earlier layout was ever deployed, so
-// version 1 changed in place when the interface grew batch reads, retention
-// and Fields; see docs/decisions/0010-sqlite-backend.md.)
+// Schema version 2 (version 1 plus jobs: priorities and FIFO sequence
+// numbers on messages, external keys, metadata and options on runs, the
+// attempts ledger, the dedupe registry, paused queues). A version 1 file is
+// upgraded in place on open (kMigrateV1ToV2 below); see
+// docs/decisions/0020-sqlite-jobs-schema.md.
 //
-// Encoding: JSON as TEXT (NULL = absent, 'null' = JSON null); times as
-// INTEGER microseconds since the Unix epoch; run ids as canonical UUID text;
-// enums as their ToString() names. Tables keyed by their natural key are
-// WITHOUT ROWID, so a key lookup is one b-tree search and there is no second
-// rowid b-tree to maintain. JSON payloads are the last columns of their
-// rows: a kNoPayloads read stops before them, and a large payload spilling
-// onto overflow pages never has to be read for the columns after it.
+// Encoding: JSON as TEXT (NULL = absent, 'null' = JSON null; metadata and
+// options, which are JSON null when unset, store that as NULL); times as
+// INTEGER microseconds since the Unix epoch; run ids as canonical UUID text
+// (which sorts like the ids themselves); enums as their ToString() names;
+// booleans as 0 or 1. Tables keyed by their natural key are WITHOUT ROWID,
+// so a key lookup is one b-tree search and there is no second rowid b-tree
+// to maintain. JSON payloads are the last columns of their rows: a
+// kNoPayloads read stops before them, and a large payload spilling onto
+// overflow pages never has to be read for the columns after it (metadata
+// and options are read by every read, so they come before input).
 //
 // Hot statements and the index that serves each:
-//   read a queue            messages PK (queue_name, message_id), filtered on
-//                           visible_at: takes the lowest visible ids in order
-//                           and skips only in-flight or delayed messages
-//   send                    queues PK: last_message_id is the queue's id
-//                           sequence (ids never reused, even after archive)
+//   read a queue            messages_claim (queue_name, priority DESC, seq):
+//                           the claim order itself, filtered on visible_at;
+//                           skips only in-flight or delayed messages
+//   next visible time       messages_visible (queue_name, visible_at)
+//   send                    queues PK: last_message_id and last_seq are the
+//                           queue's id and FIFO sequences (ids never reused,
+//                           even after archive)
 //   tasks by message        tasks UNIQUE (queue_name, message_id)
 //   unfinished tasks        tasks_unfinished (partial: queued or started)
 //   stalled tasks           tasks_stalled (partial: started), by stall_at
 //   stale reports           outbox_by_created
-//   runs of a flow / all    runs_by_flow / runs_by_start, newest first
+//   runs of a flow / all    runs_by_flow / runs_by_start, by (started_at,
+//                           run_id): ListRuns pages by (time, run id)
 //   finished runs           runs_finished (partial: finished_at set)
+//   runs by external key    runs_by_key (partial: key set), also what makes
+//                           (flow_slug, external_key) unique
 //   a run by id             runs UNIQUE (run_id), once per transaction: the
 //                           transaction remembers each run's seq
 //   a run by seq            runs' rowid
-//   a run's steps / tasks   their PK (run_seq, ...)
+//   a run's steps / tasks / its PK (run_seq, ...)
+//   attempts
 //   deleting a run          its tasks by PK; their messages (live and
 //                           archived) by (queue_name, message_id); its
 //                           reports by a scan of the outbox (see below)
+//   expired dedupe entries  dedupe_expiring (partial: expires_at set)
 //
 // Run ids used to be random UUIDs, and keying step_states and tasks by them
 // would put every new row on a random b-tree page. So runs get an
 // insertion-ordered `seq` (explicit INTEGER PRIMARY KEY, which VACUUM can't
-// renumber), and step_states and tasks are keyed by (run_seq, ...): a run's
-// rows sit together at the growing end of each b-tree, and a seq is an
-// integer compare where a run id is a 36-byte one. Only runs' run_id index
-// is searched by id. Rows keep run_id too, so reads need no join. A step
-// state or task therefore needs its run to exist. `seq` also breaks
-// started_at and finished_at ties by insertion order. outbox ids come from
-// AUTOINCREMENT so a taken report's id is never handed out again.
+// renumber), and step_states, tasks and attempts are keyed by (run_seq,
+// ...): a run's rows sit together at the growing end of each b-tree, and a
+// seq is an integer compare where a run id is a 36-byte one. Only runs'
+// run_id index is searched by id. Rows keep run_id too, so reads need no
+// join. A step state, task or attempt therefore needs its run to exist.
+// outbox ids come from AUTOINCREMENT so a taken report's id is never handed
+// out again.
 //
 // Partial indexes test cheap conditions: runs_finished holds the runs whose
 // finished_at is set (only ended runs have one) rather than testing status
@@ -70,34 +82,64 @@ namespace {
 // (a handful, normally), and such an index would cost every report an
 // insert and a delete (about 1 us per job, measured) to serve DeleteRuns,
 // which scans the outbox instead and almost never finds anything there.
-constexpr char kSchemaV1[] = R"sql(
+//
+// Each table is created by its own text, so the migration rebuilds a table
+// with exactly the text a new file gets.
+struct TableSchema {
+  const char* name;
+  const char* create;   // CREATE TABLE
+  const char* indexes;  // its CREATE INDEX statements ("" for none)
+};
+
+constexpr TableSchema kFlows{"flows", R"sql(
 CREATE TABLE flows (
   slug        TEXT PRIMARY KEY,
   definition  TEXT NOT NULL,     -- the canonical FlowShape JSON
   created_at  INTEGER NOT NULL
 ) WITHOUT ROWID;
+)sql",
+                             ""};
 
--- The queue registry; a queue's messages live in messages/archived_messages.
+// The queue registry; a queue's messages live in messages/archived_messages.
+// paused and last_seq came with version 2, added to the end of the row (the
+// defaults are what ALTER TABLE ADD COLUMN needs).
+constexpr TableSchema kQueues{"queues", R"sql(
 CREATE TABLE queues (
   name             TEXT PRIMARY KEY,
   owner_flow       TEXT NOT NULL,     -- '' for a shared queue
   created_at       INTEGER NOT NULL,
-  last_message_id  INTEGER NOT NULL   -- the last id SendMessages assigned
+  last_message_id  INTEGER NOT NULL,  -- the last id SendMessages assigned
+  paused           INTEGER NOT NULL DEFAULT 0,
+  last_seq         INTEGER NOT NULL DEFAULT 0  -- the last FIFO seq assigned
 ) WITHOUT ROWID;
+)sql",
+                              ""};
 
+// seq is the FIFO number within a priority: given at send, replaced by a
+// new last one when a retry sends a message to the tail.
+constexpr TableSchema kMessages{"messages", R"sql(
 CREATE TABLE messages (
   queue_name   TEXT NOT NULL,
   message_id   INTEGER NOT NULL,
+  priority     INTEGER NOT NULL,
+  seq          INTEGER NOT NULL,
   read_count   INTEGER NOT NULL,
   enqueued_at  INTEGER NOT NULL,
   visible_at   INTEGER NOT NULL,
   body         TEXT NOT NULL,
   PRIMARY KEY (queue_name, message_id)
 ) WITHOUT ROWID;
+)sql",
+                                R"sql(
+CREATE INDEX messages_claim ON messages (queue_name, priority DESC, seq);
+CREATE INDEX messages_visible ON messages (queue_name, visible_at);
+)sql"};
 
+constexpr TableSchema kArchivedMessages{"archived_messages", R"sql(
 CREATE TABLE archived_messages (
   queue_name   TEXT NOT NULL,
   message_id   INTEGER NOT NULL,
+  priority     INTEGER NOT NULL,
   read_count   INTEGER NOT NULL,
   enqueued_at  INTEGER NOT NULL,
   visible_at   INTEGER NOT NULL,
@@ -105,24 +147,38 @@ CREATE TABLE archived_messages (
   body         TEXT NOT NULL,
   PRIMARY KEY (queue_name, message_id)
 ) WITHOUT ROWID;
+)sql",
+                                        ""};
 
+constexpr TableSchema kRuns{"runs", R"sql(
 CREATE TABLE runs (
-  seq              INTEGER PRIMARY KEY,
-  run_id           TEXT NOT NULL UNIQUE,
-  flow_slug        TEXT NOT NULL,
-  status           TEXT NOT NULL,
-  remaining_steps  INTEGER NOT NULL,
-  error            TEXT NOT NULL,
-  started_at       INTEGER NOT NULL,
-  finished_at      INTEGER,
-  input            TEXT NOT NULL,
-  output           TEXT
+  seq               INTEGER PRIMARY KEY,
+  run_id            TEXT NOT NULL UNIQUE,
+  flow_slug         TEXT NOT NULL,
+  status            TEXT NOT NULL,
+  remaining_steps   INTEGER NOT NULL,
+  error             TEXT NOT NULL,
+  started_at        INTEGER NOT NULL,
+  finished_at       INTEGER,
+  priority          INTEGER NOT NULL,
+  external_key      TEXT NOT NULL,     -- '' for none
+  cancel_requested  INTEGER NOT NULL,
+  metadata          TEXT,              -- NULL for JSON null
+  options           TEXT,              -- NULL for JSON null
+  input             TEXT NOT NULL,
+  output            TEXT
 );
-CREATE INDEX runs_by_flow ON runs (flow_slug, started_at);
-CREATE INDEX runs_by_start ON runs (started_at);
-CREATE INDEX runs_finished ON runs (finished_at)
+)sql",
+                            R"sql(
+CREATE INDEX runs_by_flow ON runs (flow_slug, started_at, run_id);
+CREATE INDEX runs_by_start ON runs (started_at, run_id);
+CREATE INDEX runs_finished ON runs (finished_at, run_id)
   WHERE finished_at IS NOT NULL;
+CREATE UNIQUE INDEX runs_by_key ON runs (flow_slug, external_key)
+  WHERE external_key <> '';
+)sql"};
 
+constexpr TableSchema kStepStates{"step_states", R"sql(
 CREATE TABLE step_states (
   run_seq          INTEGER NOT NULL,  -- runs.seq of run_id
   run_id           TEXT NOT NULL,
@@ -139,33 +195,77 @@ CREATE TABLE step_states (
   output           TEXT,
   PRIMARY KEY (run_seq, step_index)
 ) WITHOUT ROWID;
+)sql",
+                                  ""};
 
+constexpr TableSchema kTasks{"tasks", R"sql(
 CREATE TABLE tasks (
-  run_seq         INTEGER NOT NULL,  -- runs.seq of run_id
-  run_id          TEXT NOT NULL,
-  step_index      INTEGER NOT NULL,
-  task_index      INTEGER NOT NULL,
-  flow_slug       TEXT NOT NULL,
-  status          TEXT NOT NULL,
-  attempts        INTEGER NOT NULL,
-  error           TEXT NOT NULL,
-  queue_name      TEXT NOT NULL,
-  message_id      INTEGER NOT NULL,
-  queued_at       INTEGER NOT NULL,
-  started_at      INTEGER,
-  finished_at     INTEGER,
-  stall_at        INTEGER,
-  requeued_count  INTEGER NOT NULL,
-  worker_id       TEXT NOT NULL,
-  input           TEXT NOT NULL,
-  output          TEXT,
+  run_seq           INTEGER NOT NULL,  -- runs.seq of run_id
+  run_id            TEXT NOT NULL,
+  step_index        INTEGER NOT NULL,
+  task_index        INTEGER NOT NULL,
+  flow_slug         TEXT NOT NULL,
+  status            TEXT NOT NULL,
+  attempts          INTEGER NOT NULL,
+  error             TEXT NOT NULL,
+  queue_name        TEXT NOT NULL,
+  message_id        INTEGER NOT NULL,
+  queued_at         INTEGER NOT NULL,
+  started_at        INTEGER,
+  finished_at       INTEGER,
+  stall_at          INTEGER,
+  requeued_count    INTEGER NOT NULL,
+  worker_id         TEXT NOT NULL,
+  budget_start      INTEGER NOT NULL,
+  cancel_requested  INTEGER NOT NULL,
+  options           TEXT,              -- NULL for JSON null
+  input             TEXT NOT NULL,
+  output            TEXT,
   PRIMARY KEY (run_seq, step_index, task_index),
   UNIQUE (queue_name, message_id)
 ) WITHOUT ROWID;
+)sql",
+                             R"sql(
 CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)
   WHERE status IN ('queued', 'started');
 CREATE INDEX tasks_stalled ON tasks (stall_at) WHERE status = 'started';
+)sql"};
 
+// The attempts ledger: one row per ended attempt, kept until its run goes.
+constexpr TableSchema kAttempts{"attempts", R"sql(
+CREATE TABLE attempts (
+  run_seq      INTEGER NOT NULL,  -- runs.seq of run_id
+  run_id       TEXT NOT NULL,
+  step_index   INTEGER NOT NULL,
+  task_index   INTEGER NOT NULL,
+  attempt      INTEGER NOT NULL,
+  worker_id    TEXT NOT NULL,
+  started_at   INTEGER,
+  finished_at  INTEGER NOT NULL,
+  outcome      TEXT NOT NULL,
+  error        TEXT NOT NULL,
+  PRIMARY KEY (run_seq, step_index, task_index, attempt)
+) WITHOUT ROWID;
+)sql",
+                                ""};
+
+// The dedupe registry. Entries outlive their runs (DeleteRuns leaves them);
+// throttle windows (expires_at set) are swept by dedupe_expiring.
+constexpr TableSchema kDedupe{"dedupe", R"sql(
+CREATE TABLE dedupe (
+  flow_slug   TEXT NOT NULL,
+  key         TEXT NOT NULL,
+  run_id      TEXT NOT NULL,
+  expires_at  INTEGER,
+  PRIMARY KEY (flow_slug, key)
+) WITHOUT ROWID;
+)sql",
+                              R"sql(
+CREATE INDEX dedupe_expiring ON dedupe (expires_at)
+  WHERE expires_at IS NOT NULL;
+)sql"};
+
+constexpr TableSchema kOutbox{"outbox", R"sql(
 CREATE TABLE outbox (
   report_id   INTEGER PRIMARY KEY AUTOINCREMENT,
   run_id      TEXT NOT NULL,
@@ -175,8 +275,12 @@ CREATE TABLE outbox (
   kind        TEXT NOT NULL,
   created_at  INTEGER NOT NULL
 );
+)sql",
+                              R"sql(
 CREATE INDEX outbox_by_created ON outbox (created_at);
+)sql"};
 
+constexpr TableSchema kWorkers{"workers", R"sql(
 CREATE TABLE workers (
   worker_id          TEXT PRIMARY KEY,
   queue_name         TEXT NOT NULL,
@@ -185,6 +289,57 @@ CREATE TABLE workers (
   last_heartbeat_at  INTEGER NOT NULL,
   stopped_at         INTEGER
 ) WITHOUT ROWID;
+)sql",
+                               ""};
+
+constexpr const TableSchema* kSchema[] = {
+    &kFlows,  &kQueues,     &kMessages, &kArchivedMessages,
+    &kRuns,   &kStepStates, &kTasks,    &kAttempts,
+    &kDedupe, &kOutbox,     &kWorkers,
+};
+
+// Version 1 to 2. Tables whose rows gained columns before their payloads
+// are rebuilt with version 2's text, so an upgraded file is laid out
+// exactly like a new one; each copy keeps every row and fills the new
+// columns: priority 0, no key, no metadata or options, and a message's seq
+// its id (its send order, as version 1 read it). Copying costs one pass
+// over those tables, once.
+struct Rebuild {
+  const TableSchema* table;
+  const char* copy;  // INSERT INTO <table> ... SELECT ... FROM <table>_v1
+};
+constexpr Rebuild kRebuiltInV2[] = {
+    {&kMessages,
+     "INSERT INTO messages (queue_name, message_id, priority, seq, "
+     "read_count, enqueued_at, visible_at, body) SELECT queue_name, "
+     "message_id, 0, message_id, read_count, enqueued_at, visible_at, body "
+     "FROM messages_v1"},
+    {&kArchivedMessages,
+     "INSERT INTO archived_messages (queue_name, message_id, priority, "
+     "read_count, enqueued_at, visible_at, archived_at, body) SELECT "
+     "queue_name, message_id, 0, read_count, enqueued_at, visible_at, "
+     "archived_at, body FROM archived_messages_v1"},
+    {&kRuns,
+     "INSERT INTO runs (seq, run_id, flow_slug, status, remaining_steps, "
+     "error, started_at, finished_at, priority, external_key, "
+     "cancel_requested, metadata, options, input, output) SELECT seq, "
+     "run_id, flow_slug, status, remaining_steps, error, started_at, "
+     "finished_at, 0, '', 0, NULL, NULL, input, output FROM runs_v1"},
+    {&kTasks,
+     "INSERT INTO tasks (run_seq, run_id, step_index, task_index, flow_slug, "
+     "status, attempts, error, queue_name, message_id, queued_at, "
+     "started_at, finished_at, stall_at, requeued_count, worker_id, "
+     "budget_start, cancel_requested, options, input, output) SELECT "
+     "run_seq, run_id, step_index, task_index, flow_slug, status, attempts, "
+     "error, queue_name, message_id, queued_at, started_at, finished_at, "
+     "stall_at, requeued_count, worker_id, 0, 0, NULL, input, output FROM "
+     "tasks_v1"},
+};
+constexpr const TableSchema* kNewInV2[] = {&kAttempts, &kDedupe};
+constexpr char kQueuesV2[] = R"sql(
+ALTER TABLE queues ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE queues ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
+UPDATE queues SET last_seq = last_message_id;
 )sql";
 
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
@@ -240,8 +395,43 @@ std::string Missing(const std::vector<std::string>& expected,
   return absl::StrJoin(missing, ", ");
 }
 
-// The tables and indexes kSchemaV1 creates, read from a private in-memory
-// database, so the list can't drift from the schema.
+// Creates every table and index of this version's schema.
+absl::Status CreateSchema(sqlite3* db, std::string_view what) {
+  for (const TableSchema* table : kSchema) {
+    SLUICE_RETURN_IF_ERROR(Execute(db, table->create, what));
+    SLUICE_RETURN_IF_ERROR(Execute(db, table->indexes, what));
+  }
+  return absl::OkStatus();
+}
+
+// Rebuilds and adds version 2's tables in a version 1 file (see
+// kRebuiltInV2). The caller's transaction makes it all or nothing.
+absl::Status MigrateV1ToV2(sqlite3* db) {
+  constexpr std::string_view kWhat = "upgrade schema version 1 to 2";
+  for (const Rebuild& rebuild : kRebuiltInV2) {
+    const std::string old_name = StrCat(rebuild.table->name, "_v1");
+    SLUICE_RETURN_IF_ERROR(Execute(
+        db,
+        StrCat("ALTER TABLE ", rebuild.table->name, " RENAME TO ", old_name)
+            .c_str(),
+        kWhat));
+    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.table->create, kWhat));
+    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.copy, kWhat));
+    // Dropping the old table drops its indexes, whose names the new ones
+    // take.
+    SLUICE_RETURN_IF_ERROR(
+        Execute(db, StrCat("DROP TABLE ", old_name).c_str(), kWhat));
+    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.table->indexes, kWhat));
+  }
+  for (const TableSchema* table : kNewInV2) {
+    SLUICE_RETURN_IF_ERROR(Execute(db, table->create, kWhat));
+    SLUICE_RETURN_IF_ERROR(Execute(db, table->indexes, kWhat));
+  }
+  return Execute(db, kQueuesV2, kWhat);
+}
+
+// The tables and indexes of this version's schema, read from a private
+// in-memory database, so the list can't drift from the schema.
 struct SchemaObjects {
   std::vector<std::string> tables;
   std::vector<std::string> indexes;
@@ -253,7 +443,7 @@ absl::StatusOr<SchemaObjects> ExpectedObjects() {
   if (result != SQLITE_OK) {
     return StatusFromSqlite(result, scratch, "create scratch schema");
   }
-  SLUICE_RETURN_IF_ERROR(Execute(scratch, kSchemaV1, "create scratch schema"));
+  SLUICE_RETURN_IF_ERROR(CreateSchema(scratch, "create scratch schema"));
   SchemaObjects objects;
   SLUICE_ASSIGN_OR_RETURN(objects.tables, ObjectNames(scratch, "table"));
   SLUICE_ASSIGN_OR_RETURN(objects.indexes, ObjectNames(scratch, "index"));
@@ -290,6 +480,7 @@ absl::Status CheckObjects(sqlite3* db) {
 
 absl::Status CreateOrCheck(sqlite3* db) {
   constexpr int kVersion = SqliteBackend::kSchemaVersion;
+  static_assert(kVersion == 2, "add the migration to the new version");
   SLUICE_ASSIGN_OR_RETURN(int64_t version, QueryInt(db, "PRAGMA user_version",
                                                     "read schema version"));
   if (version == kVersion) return CheckObjects(db);
@@ -297,6 +488,17 @@ absl::Status CreateOrCheck(sqlite3* db) {
     return absl::FailedPreconditionError(
         StrCat("schema version ", version, " is newer than version ", kVersion,
                " that this build supports; open it with a newer Sluice"));
+  }
+  if (version == 1) {
+    if (absl::Status migrated = MigrateV1ToV2(db); !migrated.ok()) {
+      return absl::FailedPreconditionError(
+          StrCat("could not upgrade the file from schema version 1 to ",
+                 kVersion, " (nothing was changed): ", migrated.message()));
+    }
+    SLUICE_RETURN_IF_ERROR(
+        Execute(db, StrCat("PRAGMA user_version = ", kVersion).c_str(),
+                "set schema version"));
+    return CheckObjects(db);
   }
   // Only version 0 (never initialised) remains. Refuse to mix our tables
   // into another application's database.
@@ -309,7 +511,7 @@ absl::Status CreateOrCheck(sqlite3* db) {
                "(user_version 0, expected ",
                kVersion, "); use a new file for Sluice"));
   }
-  SLUICE_RETURN_IF_ERROR(Execute(db, kSchemaV1, "create schema"));
+  SLUICE_RETURN_IF_ERROR(CreateSchema(db, "create schema"));
   return Execute(db, StrCat("PRAGMA user_version = ", kVersion).c_str(),
                  "set schema version");
 }

@@ -9,8 +9,9 @@
 namespace sluice::sqlite_internal {
 
 // In one IMMEDIATE transaction: creates the schema in an empty database and
-// sets `PRAGMA user_version`, or checks that an existing database has this
-// build's version and every table and index of it. kFailedPrecondition
+// sets `PRAGMA user_version`, upgrades a file of an earlier version in place
+// (every row kept), and checks that the database then has this build's
+// version and every table and index of it. kFailedPrecondition
 // (naming both versions) for a newer schema, for a file that holds tables
 // but no Sluice schema version, and (naming them) for missing tables or
 // indexes; nothing is changed then.

@@ -16,6 +16,7 @@
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_SQL_H_
 #define SLUICE_BACKENDS_SQLITE_SQLITE_SQL_H_
 
+#include <string>
 #include <string_view>
 
 #include "sluice/backend.h"
@@ -46,8 +47,12 @@ inline constexpr auto kListFlows =
 inline constexpr auto kGetQueue =
     JoinSql("SELECT ", kQueueColumns, " FROM queues WHERE name = ?1");
 inline constexpr std::string_view kInsertQueue =
-    "INSERT INTO queues (name, owner_flow, created_at, last_message_id) "
-    "VALUES (?1, ?2, ?3, 0)";
+    "INSERT INTO queues (name, owner_flow, created_at, paused, "
+    "last_message_id, last_seq) VALUES (?1, ?2, ?3, ?4, 0, 0)";
+inline constexpr auto kListQueues =
+    JoinSql("SELECT ", kQueueColumns, " FROM queues ORDER BY name");
+inline constexpr std::string_view kSetQueuePaused =
+    "UPDATE queues SET paused = ?2 WHERE name = ?1";
 
 inline constexpr auto kUpsertWorker = JoinSql(
     "INSERT INTO workers (", kWorkerColumns,
@@ -81,8 +86,8 @@ inline constexpr std::string_view kMaxRunSeq =
 // Rows: (seq, then kRunColumns).
 inline constexpr auto kInsertRuns =
     JoinSql("INSERT INTO runs (seq, ", kRunColumns.text,
-            ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 "
-            "FROM sluice_rows(?1)");
+            ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, "
+            "c13, c14 FROM sluice_rows(?1)");
 // Rows: (run id).
 inline constexpr char kRunsById[] =
     " FROM sluice_rows(?1) AS j CROSS JOIN runs AS r ON r.run_id = j.c0";
@@ -100,10 +105,11 @@ inline constexpr ByFields kGetRuns{kGetRunsAll.view(),
 // after ANALYZE over a near-empty table, and it copies the joined rows into
 // a temporary table first.)
 //
-// Rows: (seq, status, error, finished_at, output), one per run, sorted.
+// Rows: (seq, status, error, finished_at, cancel_requested, output), one
+// per run, sorted.
 inline constexpr std::string_view kUpdateRuns =
-    "UPDATE runs SET (status, error, finished_at, output) = "
-    "(SELECT c1, c2, c3, c4 FROM sluice_rows(?1) WHERE c0 = runs.seq) "
+    "UPDATE runs SET (status, error, finished_at, cancel_requested, output) "
+    "= (SELECT c1, c2, c3, c4, c5 FROM sluice_rows(?1) WHERE c0 = runs.seq) "
     "WHERE seq IN (SELECT c0 FROM sluice_rows(?1))";
 // Counters are added to, then read back, in two statements: SQLite runs
 // RETURNING like a trigger, which costs more than the pair. Rows: (seq,
@@ -115,25 +121,36 @@ inline constexpr std::string_view kAddRunRemainingSteps =
 inline constexpr std::string_view kGetRunRemainingSteps =
     "SELECT j.key, r.remaining_steps FROM sluice_rows(?1) AS j "
     "CROSS JOIN runs AS r ON r.seq = j.c0";
-// `seq` breaks started_at ties: the later insert is the newer run.
-inline constexpr auto kListRunsOfFlow =
-    JoinSql("SELECT ", kRunColumns.text,
-            " FROM runs INDEXED BY runs_by_flow WHERE flow_slug = ?1 "
-            "ORDER BY started_at DESC, seq DESC LIMIT ?2");
-inline constexpr auto kListAllRuns =
-    JoinSql("SELECT ", kRunColumns.text,
-            " FROM runs INDEXED BY runs_by_start "
-            "ORDER BY started_at DESC, seq DESC LIMIT ?1");
+// ListRuns' statement for the shape of `query` (which filters are set, not
+// their values, which are bound): a walk of runs_by_flow (one flow, by
+// start), runs_by_start or runs_finished in the query's order, which is
+// each index's own. Parameters: ?1 the flow (one) or rows (flow slug) (more
+// than one); ?2 rows (status name); ?3 from; ?4 to; ?5 and ?6 the `after`
+// position's time and run id. No LIMIT: the caller steps until it has
+// `limit` runs that also match the metadata filter. Defined in
+// sqlite_tables_listing.cc.
+std::string ListRunsSql(const RunQuery& query, Fields fields);
+// ?1 is the flow; rows: (external key). `external_key <> ''` repeats
+// runs_by_key's WHERE clause, which lets SQLite use that partial index.
+inline constexpr char kRunsByKey[] =
+    " FROM sluice_rows(?2) AS j CROSS JOIN runs AS r INDEXED BY runs_by_key "
+    "ON r.flow_slug = ?1 AND r.external_key = j.c0 AND r.external_key <> ''";
+inline constexpr auto kFindRunsByKeyAll =
+    JoinSql("SELECT j.key, r.seq, ", kRunColumns.text, kRunsByKey);
+inline constexpr auto kFindRunsByKeyNoPayloads =
+    JoinSql("SELECT j.key, r.seq, ", kRunStateColumns, kRunsByKey);
+inline constexpr ByFields kFindRunsByKey{kFindRunsByKeyAll.view(),
+                                         kFindRunsByKeyNoPayloads.view()};
 // `finished_at IS NOT NULL` repeats runs_finished's WHERE clause, which is
 // what lets SQLite use that partial index; the index holds (finished_at,
-// seq), so this order is its own. Only ended runs have a finished_at; the
+// run_id), so this order is its own. Only ended runs have a finished_at; the
 // status test keeps that an assumption about speed, not about results.
 inline constexpr auto kFindFinishedRuns =
     JoinSql("SELECT ", kRunStateColumns,
             " FROM runs INDEXED BY runs_finished "
             "WHERE finished_at IS NOT NULL AND finished_at < ?1 "
             "AND status IN ('completed', 'failed', 'cancelled') "
-            "ORDER BY finished_at, seq LIMIT ?2");
+            "ORDER BY finished_at, run_id LIMIT ?2");
 
 // Deleting runs. Rows: (seq, run id). Messages go first, found through the
 // tasks that are deleted next.
@@ -149,6 +166,8 @@ inline constexpr auto kDeleteRunArchivedMessages =
 // run_id would cost every report more than this costs (sqlite_schema.cc).
 inline constexpr std::string_view kDeleteRunReports =
     "DELETE FROM outbox WHERE run_id IN (SELECT c1 FROM sluice_rows(?1))";
+inline constexpr std::string_view kDeleteRunAttempts =
+    "DELETE FROM attempts WHERE run_seq IN (SELECT c0 FROM sluice_rows(?1))";
 inline constexpr std::string_view kDeleteRunTasks =
     "DELETE FROM tasks WHERE run_seq IN (SELECT c0 FROM sluice_rows(?1))";
 inline constexpr std::string_view kDeleteRunStepStates =
@@ -200,7 +219,7 @@ inline constexpr std::string_view kGetStepCounters =
 inline constexpr auto kInsertTasks = JoinSql(
     "INSERT INTO tasks (run_seq, ", kTaskColumns.text,
     ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11, c12, c13, "
-    "c14, c15, c16, c17 FROM sluice_rows(?1)");
+    "c14, c15, c16, c17, c18, c19, c20 FROM sluice_rows(?1)");
 
 // Rows: (run seq, step index, task index).
 inline constexpr char kTasksByKey[] =
@@ -229,7 +248,8 @@ inline constexpr ByFields kGetTasksByMessage{
 inline constexpr std::string_view kUpdateTask =
     "UPDATE tasks SET status = ?4, attempts = ?5, error = ?6, "
     "started_at = ?7, finished_at = ?8, stall_at = ?9, requeued_count = ?10, "
-    "worker_id = ?11, output = ?12 WHERE run_seq = ?1 AND step_index = ?2 "
+    "worker_id = ?11, output = ?12, budget_start = ?15, "
+    "cancel_requested = ?16 WHERE run_seq = ?1 AND step_index = ?2 "
     "AND task_index = ?3 AND status = ?13 AND attempts = ?14";
 
 // ?1 is the run's seq. The status condition repeats tasks_unfinished's
@@ -278,6 +298,51 @@ inline constexpr auto kFindStalledTasksNoPayloads =
 inline constexpr ByFields kFindStalledTasks{kFindStalledTasksAll.view(),
                                             kFindStalledTasksNoPayloads.view()};
 
+// A queue's tasks by state, in one pass over the queue's tasks through
+// tasks' UNIQUE (queue_name, message_id); a queued task's message (by its
+// primary key) says whether it is waiting (visible at ?2) or delayed. A
+// queued task without a live message can't be claimed: it counts as
+// delayed. Conditional sums rather than GROUP BY, which would sort.
+inline constexpr std::string_view kCountTasks =
+    "SELECT sum(t.status = 'queued' AND m.visible_at <= ?2), "
+    "sum(t.status = 'queued' AND (m.visible_at IS NULL OR m.visible_at > ?2)), "
+    "sum(t.status = 'started'), sum(t.status = 'completed'), "
+    "sum(t.status = 'failed'), sum(t.status = 'cancelled'), "
+    "sum(t.status = 'skipped') FROM tasks AS t LEFT JOIN messages AS m "
+    "ON t.status = 'queued' AND m.queue_name = t.queue_name "
+    "AND m.message_id = t.message_id WHERE t.queue_name = ?1";
+
+// --- The attempts ledger ---
+
+// Rows: (run seq, then kAttemptColumns).
+inline constexpr auto kAppendAttempts =
+    JoinSql("INSERT INTO attempts (run_seq, ", kAttemptColumns,
+            ") SELECT c0, c1, c2, c3, c4, c5, c6, c7, c8, c9 "
+            "FROM sluice_rows(?1)");
+// ?1 is the run's seq; the primary key's order.
+inline constexpr auto kListAttempts =
+    JoinSql("SELECT ", kAttemptColumns,
+            " FROM attempts WHERE run_seq = ?1 "
+            "ORDER BY step_index, task_index, attempt");
+
+// --- The dedupe registry ---
+
+inline constexpr auto kGetDedupe =
+    JoinSql("SELECT ", kDedupeColumns,
+            " FROM dedupe WHERE flow_slug = ?1 AND key = ?2");
+inline constexpr auto kPutDedupe = JoinSql(
+    "INSERT INTO dedupe (", kDedupeColumns,
+    ") VALUES (?1, ?2, ?3, ?4) ON CONFLICT (flow_slug, key) DO UPDATE SET "
+    "run_id = excluded.run_id, expires_at = excluded.expires_at");
+inline constexpr std::string_view kDeleteDedupe =
+    "DELETE FROM dedupe WHERE flow_slug = ?1 AND key = ?2 AND run_id = ?3";
+// `expires_at IS NOT NULL` repeats dedupe_expiring's WHERE clause, which
+// lets SQLite use that partial index.
+inline constexpr std::string_view kDeleteExpiredDedupe =
+    "DELETE FROM dedupe WHERE (flow_slug, key) IN (SELECT flow_slug, key "
+    "FROM dedupe INDEXED BY dedupe_expiring WHERE expires_at IS NOT NULL "
+    "AND expires_at <= ?1 ORDER BY expires_at LIMIT ?2)";
+
 // --- The outbox ---
 
 // Rows: (run id, step index, task index, flow, kind, created_at). Inserted
@@ -301,21 +366,31 @@ inline constexpr std::string_view kCountReports = "SELECT count(*) FROM outbox";
 
 // --- Queue messages ---
 
-// Reserves the next ids in one step and proves the queue exists.
+// Reserves the next ids and FIFO seqs in one step and proves the queue
+// exists.
 inline constexpr std::string_view kReserveMessageIds =
-    "UPDATE queues SET last_message_id = last_message_id + ?2 "
-    "WHERE name = ?1 RETURNING last_message_id";
-// ?1 is the queue, ?2 the send time; rows: (message id, visible_at, body).
+    "UPDATE queues SET last_message_id = last_message_id + ?2, "
+    "last_seq = last_seq + ?2 WHERE name = ?1 "
+    "RETURNING last_message_id, last_seq";
+// Reserves the next FIFO seqs, for messages sent to the tail.
+inline constexpr std::string_view kReserveSeqs =
+    "UPDATE queues SET last_seq = last_seq + ?2 WHERE name = ?1 "
+    "RETURNING last_seq";
+// ?1 is the queue, ?2 the send time; rows: (message id, seq, priority,
+// visible_at, body).
 inline constexpr std::string_view kInsertMessages =
-    "INSERT INTO messages (queue_name, message_id, read_count, enqueued_at, "
-    "visible_at, body) SELECT ?1, c0, 0, ?2, c1, c2 FROM sluice_rows(?3)";
-// The subquery walks the primary key from the queue's lowest id, so it reads
-// only the in-flight or delayed messages ahead of the first visible ones.
+    "INSERT INTO messages (queue_name, message_id, seq, priority, "
+    "read_count, enqueued_at, visible_at, body) "
+    "SELECT ?1, c0, c1, c2, 0, ?2, c3, c4 FROM sluice_rows(?3)";
+// The subquery walks messages_claim, the claim order itself, from the
+// queue's first entry, so it reads only the in-flight or delayed messages
+// ahead of the first visible ones, and never sorts. RETURNING gives seq
+// first, to put the rows back in claim order.
 inline constexpr char kReadMessagesUpdate[] =
     "UPDATE messages SET visible_at = ?3, read_count = read_count + 1 "
     "WHERE queue_name = ?1 AND message_id IN (SELECT message_id FROM messages "
-    "WHERE queue_name = ?1 AND visible_at <= ?2 ORDER BY message_id "
-    "LIMIT ?4) RETURNING ";
+    "INDEXED BY messages_claim WHERE queue_name = ?1 AND visible_at <= ?2 "
+    "ORDER BY priority DESC, seq LIMIT ?4) RETURNING seq, ";
 inline constexpr auto kReadMessagesAll =
     JoinSql(kReadMessagesUpdate, kMessageColumns.text);
 inline constexpr auto kReadMessagesNoPayloads =
@@ -325,12 +400,20 @@ inline constexpr ByFields kReadMessages{kReadMessagesAll.view(),
 inline constexpr std::string_view kSetVisibility =
     "UPDATE messages SET visible_at = ?3 "
     "WHERE queue_name = ?1 AND message_id = ?2";
+inline constexpr std::string_view kSetVisibilityToTail =
+    "UPDATE messages SET visible_at = ?3, seq = ?4 "
+    "WHERE queue_name = ?1 AND message_id = ?2";
+// min() over messages_visible's range after ?2: its first entry.
+inline constexpr std::string_view kNextVisibleAt =
+    "SELECT min(visible_at) FROM messages INDEXED BY messages_visible "
+    "WHERE queue_name = ?1 AND visible_at > ?2";
 // Archiving copies the live messages among the ids (rows: (message id)
 // bound as ?2), then deletes the same set: two statements per batch.
 inline constexpr std::string_view kCopyToArchive =
-    "INSERT INTO archived_messages (queue_name, message_id, read_count, "
-    "enqueued_at, visible_at, archived_at, body) SELECT queue_name, "
-    "message_id, read_count, enqueued_at, visible_at, ?3, body FROM messages "
+    "INSERT INTO archived_messages (queue_name, message_id, priority, "
+    "read_count, enqueued_at, visible_at, archived_at, body) SELECT "
+    "queue_name, message_id, priority, read_count, enqueued_at, visible_at, "
+    "?3, body FROM messages "
     "WHERE queue_name = ?1 AND message_id IN (SELECT c0 FROM sluice_rows(?2))";
 inline constexpr std::string_view kDeleteMessages =
     "DELETE FROM messages WHERE queue_name = ?1 AND message_id IN "

@@ -66,7 +66,32 @@ absl::Status SqliteTables::CreateQueue(const QueueRecord& queue) {
   insert.BindText(1, queue.name);
   insert.BindText(2, queue.owner_flow);
   insert.BindTime(3, queue.created_at);
+  insert.BindInt(4, queue.paused ? 1 : 0);
   return DescribeDuplicate(insert.Run(), StrCat("queue \"", queue.name, "\""));
+}
+
+absl::StatusOr<std::vector<QueueRecord>> SqliteTables::ListQueues() {
+  SLUICE_ASSIGN_OR_RETURN(Statement list,
+                          Prepare(sql::kListQueues, "ListQueues"));
+  std::vector<QueueRecord> queues;
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(bool row, list.Step());
+    if (!row) return queues;
+    queues.push_back(ReadQueue(list));
+  }
+}
+
+absl::Status SqliteTables::SetQueuePaused(std::string_view name, bool paused) {
+  SLUICE_ASSIGN_OR_RETURN(Statement update,
+                          Prepare(sql::kSetQueuePaused, "SetQueuePaused"));
+  update.BindText(1, name);
+  update.BindInt(2, paused ? 1 : 0);
+  SLUICE_RETURN_IF_ERROR(update.Run());
+  if (update.Changes() == 0) {
+    return absl::NotFoundError(
+        StrCat("SetQueuePaused: queue \"", name, "\" does not exist"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<std::optional<int64_t>>> SqliteTables::FindRunSeqs(
@@ -115,8 +140,13 @@ absl::StatusOr<std::vector<int64_t>> SqliteTables::RequireRunSeqs(
 
 absl::Status SqliteTables::RequireQueue(std::string_view queue,
                                         std::string_view operation) {
-  SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
-  if (exists) return absl::OkStatus();
+  return RequireQueueRecord(queue, operation).status();
+}
+
+absl::StatusOr<QueueRecord> SqliteTables::RequireQueueRecord(
+    std::string_view queue, std::string_view operation) {
+  SLUICE_ASSIGN_OR_RETURN(std::optional<QueueRecord> record, GetQueue(queue));
+  if (record.has_value()) return *std::move(record);
   return absl::NotFoundError(
       StrCat(operation, ": queue \"", queue, "\" does not exist"));
 }

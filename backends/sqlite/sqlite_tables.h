@@ -10,8 +10,10 @@
 // ends, and a batch looks up only the runs it hasn't seen, in one query.
 //
 // Sources: flows, queues, workers and run seqs in sqlite_tables.cc; runs,
-// step states and retention in sqlite_tables_runs.cc; tasks and the outbox
-// in sqlite_tables_tasks.cc; queue messages in sqlite_tables_messages.cc.
+// step states and retention in sqlite_tables_runs.cc; listing runs and
+// finding them by key in sqlite_tables_listing.cc; tasks and the outbox in
+// sqlite_tables_tasks.cc; queue messages in sqlite_tables_messages.cc; the
+// attempts ledger, the dedupe registry and counts in sqlite_tables_jobs.cc.
 //
 // REQUIRES: the connection's mutex is held and a transaction is open.
 #ifndef SLUICE_BACKENDS_SQLITE_SQLITE_TABLES_H_
@@ -20,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -53,6 +56,8 @@ class SqliteTables {
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);
   absl::StatusOr<bool> QueueExists(std::string_view name);
   absl::Status CreateQueue(const QueueRecord& queue);
+  absl::StatusOr<std::vector<QueueRecord>> ListQueues();
+  absl::Status SetQueuePaused(std::string_view name, bool paused);
 
   absl::Status InsertRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
@@ -60,8 +65,11 @@ class SqliteTables {
   absl::Status UpdateRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas);
-  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
-                                                  int limit);
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
+                                                  Fields fields);
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
+      std::string_view flow_slug, std::span<const std::string> external_keys,
+      Fields fields);
   absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
       absl::Time finished_before, int limit);
   absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids);
@@ -89,6 +97,18 @@ class SqliteTables {
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
                                                            int limit,
                                                            Fields fields);
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
+                                         absl::Time now);
+
+  absl::Status AppendAttempts(std::span<const AttemptRecord> attempts);
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(const RunId& run_id);
+
+  absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
+      std::string_view flow_slug, std::string_view key);
+  absl::Status PutDedupe(const DedupeRecord& entry);
+  absl::StatusOr<bool> DeleteDedupe(std::string_view flow_slug,
+                                    std::string_view key, const RunId& run_id);
+  absl::StatusOr<int> DeleteExpiredDedupe(absl::Time now, int limit);
 
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports);
@@ -106,6 +126,8 @@ class SqliteTables {
       absl::Time visible_until, Fields fields);
   absl::Status SetVisibility(std::string_view queue,
                              std::span<const VisibilityUpdate> updates);
+  absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(
+      std::string_view queue, absl::Time now);
   absl::Status ArchiveMessages(std::string_view queue,
                                std::span<const int64_t> message_ids,
                                absl::Time now);
@@ -131,6 +153,12 @@ class SqliteTables {
       std::span<const RunId> run_ids, std::string_view operation);
   // kNotFound naming `queue` unless it is registered.
   absl::Status RequireQueue(std::string_view queue, std::string_view operation);
+  // The registered queue; kNotFound naming it if there is none.
+  absl::StatusOr<QueueRecord> RequireQueueRecord(std::string_view queue,
+                                                 std::string_view operation);
+  // The next `count` FIFO seqs of `queue`: the last one reserved.
+  absl::StatusOr<int64_t> ReserveSeqs(std::string_view queue, int64_t count,
+                                      std::string_view operation);
   // Every remaining row of `query` as a task, fields chosen by `fields`.
   absl::StatusOr<std::vector<TaskRecord>> QueryTasks(Statement& query,
                                                      Fields fields);

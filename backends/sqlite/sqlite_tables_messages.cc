@@ -1,6 +1,9 @@
-// Queue messages, with pgmq's semantics. Every queue shares the messages and
-// archived_messages tables; a queue's id sequence is its registry row's
-// last_message_id, so ids increase in send order and are never reused.
+// Queue messages, with pgmq's semantics plus priorities. Every queue shares
+// the messages and archived_messages tables; a queue's id sequence is its
+// registry row's last_message_id, so ids increase in send order and are
+// never reused. Its FIFO sequence is last_seq: a message gets the next seq
+// when sent and again when sent to the tail (a retry), and messages are
+// read by (priority desc, seq asc).
 #include <algorithm>
 #include <utility>
 
@@ -17,26 +20,34 @@ namespace sluice::sqlite_internal {
 absl::StatusOr<std::vector<int64_t>> SqliteTables::SendMessages(
     std::string_view queue, std::span<const OutgoingMessage> messages,
     absl::Time now) {
+  const int64_t count = static_cast<int64_t>(messages.size());
   int64_t last_id = 0;
+  int64_t last_seq = 0;
   {
     SLUICE_ASSIGN_OR_RETURN(Statement reserve,
                             Prepare(sql::kReserveMessageIds, "SendMessages"));
     reserve.BindText(1, queue);
-    reserve.BindInt(2, static_cast<int64_t>(messages.size()));
+    reserve.BindInt(2, count);
     SLUICE_ASSIGN_OR_RETURN(bool found, reserve.Step());
     if (!found) {
       return absl::NotFoundError(
           StrCat("SendMessages: queue \"", queue, "\" does not exist"));
     }
     last_id = reserve.Int(0);
+    last_seq = reserve.Int(1);
   }
-  const int64_t first_id = last_id - static_cast<int64_t>(messages.size()) + 1;
+  const int64_t first_id = last_id - count + 1;
+  const int64_t first_seq = last_seq - count + 1;
   std::vector<int64_t> message_ids;
   message_ids.reserve(messages.size());
-  BoundRows rows(3, messages.size());
+  BoundRows rows(5, messages.size());
   for (const OutgoingMessage& message : messages) {
-    message_ids.push_back(first_id + static_cast<int64_t>(message_ids.size()));
-    rows.AddInt(message_ids.back()).AddTime(message.visible_at);
+    const int64_t i = static_cast<int64_t>(message_ids.size());
+    message_ids.push_back(first_id + i);
+    rows.AddInt(first_id + i)
+        .AddInt(first_seq + i)
+        .AddInt(message.priority)
+        .AddTime(message.visible_at);
     AddJson(rows, message.body);
   }
   if (rows.empty()) return message_ids;
@@ -52,8 +63,10 @@ absl::StatusOr<std::vector<int64_t>> SqliteTables::SendMessages(
 absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
     std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
     Fields fields) {
-  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, "ReadMessages"));
+  SLUICE_ASSIGN_OR_RETURN(QueueRecord registered,
+                          RequireQueueRecord(queue, "ReadMessages"));
   std::vector<MessageRecord> messages;
+  if (registered.paused) return messages;
   if (limit <= 0) return messages;  // SQLite reads a negative LIMIT as "all"
   SLUICE_ASSIGN_OR_RETURN(
       Statement read, Prepare(sql::kReadMessages.For(fields), "ReadMessages"));
@@ -61,33 +74,80 @@ absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
   read.BindTime(2, now);
   read.BindTime(3, visible_until);
   read.BindInt(4, limit);
+  std::vector<std::pair<int64_t, MessageRecord>> read_rows;  // (seq, message)
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, read.Step());
     if (!row) break;
-    SLUICE_ASSIGN_OR_RETURN(MessageRecord message, ReadMessage(read, fields));
-    messages.push_back(std::move(message));
+    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
+                            ReadMessage(read, fields, /*first=*/1));
+    read_rows.emplace_back(read.Int(0), std::move(message));
   }
-  // RETURNING promises no order.
-  std::sort(messages.begin(), messages.end(),
-            [](const MessageRecord& a, const MessageRecord& b) {
-              return a.message_id < b.message_id;
+  // RETURNING promises no order: put them back in claim order.
+  std::sort(read_rows.begin(), read_rows.end(),
+            [](const auto& a, const auto& b) {
+              if (a.second.priority != b.second.priority) {
+                return a.second.priority > b.second.priority;
+              }
+              return a.first < b.first;
             });
+  messages.reserve(read_rows.size());
+  for (auto& [seq, message] : read_rows) messages.push_back(std::move(message));
   return messages;
 }
 
 absl::Status SqliteTables::SetVisibility(
     std::string_view queue, std::span<const VisibilityUpdate> updates) {
-  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, "SetVisibility"));
-  SLUICE_ASSIGN_OR_RETURN(Statement update,
-                          Prepare(sql::kSetVisibility, "SetVisibility"));
+  constexpr std::string_view kOperation = "SetVisibility";
+  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, kOperation));
+  const int64_t to_tail = std::count_if(
+      updates.begin(), updates.end(),
+      [](const VisibilityUpdate& change) { return change.to_tail; });
+  // Seqs for the messages sent to the tail, in the order of the updates.
+  int64_t next_seq = 0;
+  if (to_tail > 0) {
+    SLUICE_ASSIGN_OR_RETURN(int64_t last_seq,
+                            ReserveSeqs(queue, to_tail, kOperation));
+    next_seq = last_seq - to_tail + 1;
+  }
   for (const VisibilityUpdate& change : updates) {
+    SLUICE_ASSIGN_OR_RETURN(Statement update,
+                            Prepare(change.to_tail ? sql::kSetVisibilityToTail
+                                                   : sql::kSetVisibility,
+                                    kOperation));
     update.BindText(1, queue);
     update.BindInt(2, change.message_id);
     update.BindTime(3, change.visible_at);
+    if (change.to_tail) update.BindInt(4, next_seq++);
     SLUICE_RETURN_IF_ERROR(update.Run());
-    update.Reset();
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<int64_t> SqliteTables::ReserveSeqs(std::string_view queue,
+                                                  int64_t count,
+                                                  std::string_view operation) {
+  SLUICE_ASSIGN_OR_RETURN(Statement reserve,
+                          Prepare(sql::kReserveSeqs, operation));
+  reserve.BindText(1, queue);
+  reserve.BindInt(2, count);
+  SLUICE_ASSIGN_OR_RETURN(bool found, reserve.Step());
+  if (!found) {
+    return absl::NotFoundError(
+        StrCat(operation, ": queue \"", queue, "\" does not exist"));
+  }
+  return reserve.Int(0);
+}
+
+absl::StatusOr<std::optional<absl::Time>> SqliteTables::NextVisibleAt(
+    std::string_view queue, absl::Time now) {
+  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, "NextVisibleAt"));
+  SLUICE_ASSIGN_OR_RETURN(Statement next,
+                          Prepare(sql::kNextVisibleAt, "NextVisibleAt"));
+  next.BindText(1, queue);
+  next.BindTime(2, now);
+  SLUICE_ASSIGN_OR_RETURN(bool row, next.Step());
+  if (!row) return std::nullopt;
+  return next.OptionalTime(0);  // min() of no rows is NULL
 }
 
 absl::Status SqliteTables::ArchiveMessages(std::string_view queue,
@@ -127,7 +187,7 @@ absl::StatusOr<std::optional<MessageLocation>> SqliteTables::LookupMessage(
     if (!found) continue;
     SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
                             ReadMessage(lookup, Fields::kAll));
-    return MessageLocation{archived, lookup.OptionalTime(5),
+    return MessageLocation{archived, lookup.OptionalTime(6),
                            std::move(message)};
   }
   return std::nullopt;

@@ -1,4 +1,5 @@
-// Runs, step states and retention.
+// Runs, step states and retention (listing runs is in
+// sqlite_tables_listing.cc).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -41,7 +42,7 @@ absl::Status SqliteTables::InsertRuns(std::span<const RunRecord> runs) {
     SLUICE_ASSIGN_OR_RETURN(bool row, max.Step());
     if (row) last_seq = max.Int(0);  // NULL, for no runs yet, reads as 0
   }
-  BoundRows rows(10, runs.size());
+  BoundRows rows(15, runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunRecord& run = runs[i];
     rows.AddInt(last_seq + 1 + static_cast<int64_t>(i));
@@ -51,16 +52,24 @@ absl::Status SqliteTables::InsertRuns(std::span<const RunRecord> runs) {
         .AddInt(run.remaining_steps)
         .AddText(run.error)
         .AddTime(run.started_at)
-        .AddOptionalTime(run.finished_at);
+        .AddOptionalTime(run.finished_at)
+        .AddInt(run.priority)
+        .AddText(run.external_key)
+        .AddInt(run.cancel_requested ? 1 : 0);
+    AddNullableJson(rows, run.metadata);
+    AddNullableJson(rows, run.options);
     AddJson(rows, run.input);
     AddOptionalJson(rows, run.output);
   }
   SLUICE_ASSIGN_OR_RETURN(Statement insert,
                           Prepare(sql::kInsertRuns, kOperation));
   insert.BindRows(1, rows);
+  // A duplicate is a run id, or a flow's external key (runs_by_key).
   SLUICE_RETURN_IF_ERROR(DescribeDuplicate(
-      insert.Run(), runs.size() == 1 ? StrCat("run ", runs[0].run_id.ToString())
-                                     : "a run of the batch"));
+      insert.Run(), runs.size() == 1
+                        ? StrCat("run ", runs[0].run_id.ToString(),
+                                 " or its flow's external key")
+                        : "a run of the batch, or a flow's external key,"));
   for (size_t i = 0; i < runs.size(); ++i) {
     run_seqs_.insert_or_assign(runs[i].run_id,
                                last_seq + 1 + static_cast<int64_t>(i));
@@ -97,14 +106,15 @@ absl::Status SqliteTables::UpdateRuns(std::span<const RunRecord> runs) {
   // as if they applied in order.
   absl::flat_hash_map<int64_t, size_t> last_write;
   for (size_t i = 0; i < runs.size(); ++i) last_write[seqs[i]] = i;
-  BoundRows rows(5, runs.size());
+  BoundRows rows(6, runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
     if (last_write[seqs[i]] != i) continue;
     const RunRecord& run = runs[i];
     rows.AddInt(seqs[i])
         .AddText(ToString(run.status))
         .AddText(run.error)
-        .AddOptionalTime(run.finished_at);
+        .AddOptionalTime(run.finished_at)
+        .AddInt(run.cancel_requested ? 1 : 0);
     AddOptionalJson(rows, run.output);
   }
   rows.SortByKey(1);
@@ -158,28 +168,6 @@ absl::StatusOr<std::vector<int>> SqliteTables::AddRunRemainingSteps(
   return values;
 }
 
-absl::StatusOr<std::vector<RunRecord>> SqliteTables::ListRuns(
-    std::string_view flow_slug, int limit) {
-  std::vector<RunRecord> runs;
-  if (limit <= 0) return runs;  // SQLite reads a negative LIMIT as "all"
-  SLUICE_ASSIGN_OR_RETURN(
-      Statement list, Prepare(flow_slug.empty() ? sql::kListAllRuns.view()
-                                                : sql::kListRunsOfFlow.view(),
-                              "ListRuns"));
-  if (flow_slug.empty()) {
-    list.BindInt(1, limit);
-  } else {
-    list.BindText(1, flow_slug);
-    list.BindInt(2, limit);
-  }
-  while (true) {
-    SLUICE_ASSIGN_OR_RETURN(bool row, list.Step());
-    if (!row) return runs;
-    SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(list, Fields::kAll));
-    runs.push_back(std::move(run));
-  }
-}
-
 absl::StatusOr<std::vector<RunRecord>> SqliteTables::FindFinishedRuns(
     absl::Time finished_before, int limit) {
   std::vector<RunRecord> runs;
@@ -213,7 +201,7 @@ absl::StatusOr<int> SqliteTables::DeleteRuns(std::span<const RunId> run_ids) {
   // Messages first: they are found through the tasks.
   for (std::string_view dependents :
        {sql::kDeleteRunMessages.view(), sql::kDeleteRunArchivedMessages.view(),
-        sql::kDeleteRunReports, sql::kDeleteRunTasks,
+        sql::kDeleteRunReports, sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
         sql::kDeleteRunStepStates}) {
     SLUICE_ASSIGN_OR_RETURN(Statement remove, Prepare(dependents, kOperation));
     remove.BindRows(1, runs);

@@ -65,7 +65,7 @@ absl::Status SqliteTables::InsertTasks(std::span<const TaskRecord> tasks) {
       RequireRunSeqs(
           RunIdsOf(tasks, [](const TaskRecord& t) { return t.key.run_id; }),
           kOperation));
-  BoundRows rows(18, tasks.size());
+  BoundRows rows(21, tasks.size());
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TaskRecord& task = tasks[i];
     rows.AddInt(seqs[i]);
@@ -83,7 +83,10 @@ absl::Status SqliteTables::InsertTasks(std::span<const TaskRecord> tasks) {
         .AddOptionalTime(task.finished_at)
         .AddOptionalTime(task.stall_at)
         .AddInt(task.requeued_count)
-        .AddText(task.worker_id);
+        .AddText(task.worker_id)
+        .AddInt(task.budget_start)
+        .AddInt(task.cancel_requested ? 1 : 0);
+    AddNullableJson(rows, task.options);
     AddJson(rows, task.input);
     AddOptionalJson(rows, task.output);
   }
@@ -164,6 +167,8 @@ absl::StatusOr<std::vector<bool>> SqliteTables::UpdateTasks(
     BindOptionalJson(update, 12, task.output);
     update.BindText(13, ToString(updates[i].expected_status));
     update.BindInt(14, updates[i].expected_attempts);
+    update.BindInt(15, task.budget_start);
+    update.BindInt(16, task.cancel_requested ? 1 : 0);
     SLUICE_RETURN_IF_ERROR(update.Run());
     applied[i] = update.Changes() == 1;
     update.Reset();

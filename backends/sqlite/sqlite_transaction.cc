@@ -117,6 +117,15 @@ absl::Status SqliteTransaction::CreateQueue(const QueueRecord& queue) {
   return Guarded([&] { return tables_.CreateQueue(queue); });
 }
 
+absl::StatusOr<std::vector<QueueRecord>> SqliteTransaction::ListQueues() {
+  return Guarded([&] { return tables_.ListQueues(); });
+}
+
+absl::Status SqliteTransaction::SetQueuePaused(std::string_view name,
+                                               bool paused) {
+  return Guarded([&] { return tables_.SetQueuePaused(name, paused); });
+}
+
 absl::Status SqliteTransaction::InsertRuns(std::span<RunRecord> runs) {
   return Guarded([&] { return tables_.InsertRuns(runs); });
 }
@@ -139,21 +148,15 @@ absl::StatusOr<std::vector<int>> SqliteTransaction::AddRunRemainingSteps(
 
 absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRuns(
     const RunQuery& query, Fields fields) {
-  (void)fields;
-  if (query.flow_slugs.size() > 1 || !query.statuses.empty() ||
-      !query.metadata.is_null() || !query.newest_first || query.from ||
-      query.to || query.after ||
-      query.order_by != RunQuery::OrderBy::kStartedAt) {
-    return absl::UnimplementedError("ListRuns with these filters");
-  }
-  return ListRunsOfFlow(
-      query.flow_slugs.empty() ? std::string_view() : query.flow_slugs[0],
-      query.limit);
+  return Guarded([&] { return tables_.ListRuns(query, fields); });
 }
 
-absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRunsOfFlow(
-    std::string_view flow_slug, int limit) {
-  return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
+absl::StatusOr<std::vector<std::optional<RunRecord>>>
+SqliteTransaction::FindRunsByKey(std::string_view flow_slug,
+                                 std::span<const std::string> external_keys,
+                                 Fields fields) {
+  return Guarded(
+      [&] { return tables_.FindRunsByKey(flow_slug, external_keys, fields); });
 }
 
 absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::FindFinishedRuns(
@@ -226,9 +229,45 @@ absl::StatusOr<std::vector<StepOutputs>> SqliteTransaction::GetTaskOutputs(
   return Guarded([&] { return tables_.GetTaskOutputs(steps); });
 }
 
+absl::StatusOr<QueueCounts> SqliteTransaction::CountTasks(
+    std::string_view queue, absl::Time now) {
+  return Guarded([&] { return tables_.CountTasks(queue, now); });
+}
+
 absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::FindStalledTasks(
     absl::Time now, int limit, Fields fields) {
   return Guarded([&] { return tables_.FindStalledTasks(now, limit, fields); });
+}
+
+absl::Status SqliteTransaction::AppendAttempts(
+    std::span<const AttemptRecord> attempts) {
+  return Guarded([&] { return tables_.AppendAttempts(attempts); });
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> SqliteTransaction::ListAttempts(
+    const RunId& run_id) {
+  return Guarded([&] { return tables_.ListAttempts(run_id); });
+}
+
+absl::StatusOr<std::optional<DedupeRecord>> SqliteTransaction::GetDedupe(
+    std::string_view flow_slug, std::string_view key) {
+  // BEGIN IMMEDIATE already holds every row.
+  return Guarded([&] { return tables_.GetDedupe(flow_slug, key); });
+}
+
+absl::Status SqliteTransaction::PutDedupe(const DedupeRecord& entry) {
+  return Guarded([&] { return tables_.PutDedupe(entry); });
+}
+
+absl::StatusOr<bool> SqliteTransaction::DeleteDedupe(std::string_view flow_slug,
+                                                     std::string_view key,
+                                                     const RunId& run_id) {
+  return Guarded([&] { return tables_.DeleteDedupe(flow_slug, key, run_id); });
+}
+
+absl::StatusOr<int> SqliteTransaction::DeleteExpiredDedupe(absl::Time now,
+                                                           int limit) {
+  return Guarded([&] { return tables_.DeleteExpiredDedupe(now, limit); });
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteTransaction::AppendReports(
@@ -268,6 +307,11 @@ absl::StatusOr<std::vector<MessageRecord>> SqliteTransaction::ReadMessages(
 absl::Status SqliteTransaction::SetVisibility(
     std::string_view queue, std::span<const VisibilityUpdate> updates) {
   return Guarded([&] { return tables_.SetVisibility(queue, updates); });
+}
+
+absl::StatusOr<std::optional<absl::Time>> SqliteTransaction::NextVisibleAt(
+    std::string_view queue, absl::Time now) {
+  return Guarded([&] { return tables_.NextVisibleAt(queue, now); });
 }
 
 absl::Status SqliteTransaction::ArchiveMessages(

@@ -1,0 +1,225 @@
+// Upgrading a SQLite file of schema version 1 (written by earlier builds) to
+// this build's version on open: every record kept and readable, the new
+// columns at their defaults, the layout exactly a new file's, and a failed
+// upgrade changing nothing.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/backend.h"
+#include "sluice/internal/strings.h"
+#include "sluice/json.h"
+#include "sluice/records.h"
+#include "sqlite_backend.h"
+#include "support/sqlite_schema_v1.h"
+#include "support/sqlite_test_support.h"
+
+namespace sluice {
+namespace {
+
+using ::sluice::sqlite_testing::GetRun;
+using ::sluice::sqlite_testing::J;
+using ::sluice::sqlite_testing::kSchemaV1;
+using ::sluice::sqlite_testing::kT0;
+using ::sluice::sqlite_testing::MakeRun;
+using ::sluice::sqlite_testing::RawDatabase;
+using ::sluice::sqlite_testing::SqliteBackendTest;
+using ::sluice::sqlite_testing::ValueOf;
+using ::testing::AllOf;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+const RunId kRun1(0x0190000000007000ULL, 1);
+const RunId kRun2(0x0190000000007000ULL, 2);
+
+// kT0 plus `seconds`, as stored (microseconds since the epoch).
+std::string Stored(int seconds) {
+  return StrCat(absl::ToUnixMicros(kT0 + absl::Seconds(seconds)));
+}
+
+// A version 1 file as a version 1 build left it: a started run with a
+// completed task and two queued ones (one delayed), an ended run, a live and
+// an archived message, an unapplied report and a worker.
+void WriteVersion1File(const std::string& path) {
+  RawDatabase raw(path);
+  raw.Exec(kSchemaV1);
+  const std::string r1 = StrCat("'", kRun1.ToString(), "'");
+  const std::string r2 = StrCat("'", kRun2.ToString(), "'");
+  raw.Exec(StrCat(
+      "INSERT INTO flows VALUES ('greet', '{}', ", Stored(0), ");",
+      "INSERT INTO queues VALUES ('greet', 'greet', ", Stored(0), ", 3);",
+      "INSERT INTO archived_messages VALUES ('greet', 1, 1, ", Stored(0), ", ",
+      Stored(30), ", ", Stored(2), ", '{\"m\":1}');",
+      "INSERT INTO messages VALUES ('greet', 2, 1, ", Stored(0), ", ",
+      Stored(1), ", '{\"m\":2}'), ('greet', 3, 0, ", Stored(0), ", ",
+      Stored(600), ", '{\"m\":3}');", "INSERT INTO runs VALUES (1, ", r1,
+      ", 'greet', 'started', 1, '', ", Stored(0),
+      ", NULL, '{\"n\":1}', NULL), (2, ", r2, ", 'greet', 'completed', 0, '', ",
+      Stored(0), ", ", Stored(5), ", '{\"n\":2}', '{\"done\":true}');",
+      "INSERT INTO step_states VALUES (1, ", r1,
+      ", 0, 'step0', 'started', 0, 3, 2, '', '', ", Stored(0), ", NULL, NULL);",
+      "INSERT INTO tasks VALUES (1, ", r1,
+      ", 0, 0, 'greet', 'completed', 1, '', 'greet', 1, ", Stored(0), ", ",
+      Stored(1), ", ", Stored(2), ", NULL, 0, 'w1', '[1]', '\"out\"'), (1, ",
+      r1, ", 0, 1, 'greet', 'queued', 1, 'boom', 'greet', 2, ", Stored(0),
+      ", NULL, NULL, NULL, 0, 'w1', '[2]', NULL), (1, ", r1,
+      ", 0, 2, 'greet', 'queued', 0, '', 'greet', 3, ", Stored(0),
+      ", NULL, NULL, NULL, 0, '', '[3]', NULL);",
+      "INSERT INTO outbox (run_id, step_index, task_index, flow_slug, kind, "
+      "created_at) VALUES (",
+      r1, ", 0, 0, 'greet', 'completed', ", Stored(2), ");",
+      "INSERT INTO workers VALUES ('w1', 'greet', 'greet', ", Stored(0), ", ",
+      Stored(2), ", NULL);", "PRAGMA user_version = 1;"));
+}
+
+// Everything about a file's layout that reads and plans depend on: each
+// table's columns (type, NOT NULL, default, key) and kind, each index's
+// definition and columns.
+std::vector<std::string> Layout(const std::string& path) {
+  RawDatabase raw(path);
+  std::vector<std::string> layout = raw.Rows(
+      "SELECT name, type, ncol, wr, strict FROM pragma_table_list "
+      "WHERE schema = 'main' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  for (const char* sql :
+       {"SELECT m.name, p.cid, p.name, p.type, p.\"notnull\", p.dflt_value, "
+        "p.pk FROM sqlite_schema AS m, pragma_table_info(m.name) AS p "
+        "WHERE m.type = 'table' ORDER BY m.name, p.cid",
+        "SELECT name, tbl_name, sql FROM sqlite_schema WHERE type = 'index' "
+        "ORDER BY name",
+        "SELECT m.name, x.seqno, x.cid, x.name, x.desc, x.key "
+        "FROM sqlite_schema AS m, pragma_index_xinfo(m.name) AS x "
+        "WHERE m.type = 'index' ORDER BY m.name, x.seqno"}) {
+    for (std::string& row : raw.Rows(sql)) layout.push_back(std::move(row));
+  }
+  return layout;
+}
+
+TEST_F(SqliteBackendTest, Open_Version1File_UpgradesToTheNewLayout) {
+  WriteVersion1File(path());
+
+  ASSERT_NE(Open(), nullptr);
+  const std::string fresh = path() + ".fresh";
+  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+
+  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
+  const std::vector<std::string> upgraded = Layout(path());
+  EXPECT_GT(upgraded.size(), 100u);
+  EXPECT_EQ(upgraded, Layout(fresh));
+  EXPECT_THAT(RawDatabase(path()).Rows("PRAGMA integrity_check"),
+              ElementsAre("ok"));
+}
+
+TEST_F(SqliteBackendTest, Open_Version1File_KeepsEveryRecord) {
+  WriteVersion1File(path());
+  std::unique_ptr<SqliteBackend> backend = Open();
+  ASSERT_NE(backend, nullptr);
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+
+  std::optional<RunRecord> run = GetRun(*txn, kRun1);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_TRUE(run->unreadable.empty()) << run->unreadable;
+  EXPECT_EQ(run->flow_slug, "greet");
+  EXPECT_EQ(run->status, RunStatus::kStarted);
+  EXPECT_EQ(run->input, J(R"({"n":1})"));
+  EXPECT_EQ(run->priority, 0);
+  EXPECT_EQ(run->external_key, "");
+  EXPECT_TRUE(run->metadata.is_null());
+  EXPECT_TRUE(run->options.is_null());
+  EXPECT_FALSE(run->cancel_requested);
+  std::optional<RunRecord> ended = GetRun(*txn, kRun2);
+  EXPECT_EQ(ended->output, J(R"({"done":true})"));
+  EXPECT_EQ(ended->finished_at, kT0 + absl::Seconds(5));
+
+  std::vector<TaskRecord> tasks = ValueOf(txn->ListTasks(kRun1));
+  ASSERT_EQ(tasks.size(), 3u);
+  EXPECT_EQ(tasks[0].output, J(R"("out")"));
+  EXPECT_EQ(tasks[0].worker_id, "w1");
+  EXPECT_EQ(tasks[1].error, "boom");
+  EXPECT_EQ(tasks[1].attempts, 1);
+  EXPECT_EQ(tasks[1].budget_start, 0);
+  EXPECT_FALSE(tasks[1].cancel_requested);
+  EXPECT_TRUE(tasks[1].options.is_null());
+  std::vector<std::vector<StepStateRecord>> steps =
+      ValueOf(txn->GetStepStates(std::vector<RunId>{kRun1}, Fields::kAll));
+  ASSERT_EQ(steps[0].size(), 1u);
+  EXPECT_EQ(steps[0][0].remaining_tasks, 2);
+
+  std::optional<MessageLocation> archived =
+      ValueOf(txn->LookupMessage("greet", 1));
+  ASSERT_TRUE(archived.has_value());
+  EXPECT_TRUE(archived->archived);
+  EXPECT_EQ(archived->archived_at, kT0 + absl::Seconds(2));
+  EXPECT_EQ(archived->message.body, J(R"({"m":1})"));
+  EXPECT_EQ(ValueOf(txn->CountReports()), 1);
+  EXPECT_EQ(ValueOf(txn->ListWorkers()).size(), 1u);
+  EXPECT_FALSE(ValueOf(txn->GetQueue("greet"))->paused);
+  EXPECT_THAT(ValueOf(txn->ListAttempts(kRun1)), IsEmpty());
+
+  QueueCounts counts =
+      ValueOf(txn->CountTasks("greet", kT0 + absl::Seconds(1)));
+  EXPECT_EQ(counts.waiting, 1);
+  EXPECT_EQ(counts.delayed, 1);
+  EXPECT_EQ(counts.completed, 1);
+}
+
+TEST_F(SqliteBackendTest, Open_Version1File_QueuesGoOnInSendOrder) {
+  WriteVersion1File(path());
+  std::unique_ptr<SqliteBackend> backend = Open();
+  ASSERT_NE(backend, nullptr);
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+  const absl::Time later = kT0 + absl::Hours(1);
+  std::vector<OutgoingMessage> more = {{J(R"({"m":4})"), later}};
+
+  EXPECT_THAT(ValueOf(txn->SendMessages("greet", more, later)), ElementsAre(4));
+  std::vector<MessageRecord> read = ValueOf(txn->ReadMessages(
+      "greet", later, 10, later + absl::Minutes(1), Fields::kAll));
+  ASSERT_EQ(read.size(), 3u);
+  EXPECT_EQ(read[0].message_id, 2);
+  EXPECT_EQ(read[0].read_count, 2);
+  EXPECT_EQ(read[1].message_id, 3);
+  EXPECT_EQ(read[2].message_id, 4);
+  EXPECT_EQ(ValueOf(txn->NextVisibleAt("greet", later)),
+            later + absl::Minutes(1));
+
+  // The new unique index holds on the upgraded file.
+  RunRecord keyed = MakeRun(RunId(9, 9), "greet", later);
+  keyed.external_key = "k";
+  ASSERT_TRUE(txn->InsertRuns({&keyed, 1}).ok());
+  keyed.run_id = RunId(9, 10);
+  EXPECT_EQ(txn->InsertRuns({&keyed, 1}).code(),
+            absl::StatusCode::kAlreadyExists);
+}
+
+TEST_F(SqliteBackendTest, Open_Version1FileThatCannotUpgrade_ChangesNothing) {
+  WriteVersion1File(path());
+  RawDatabase(path()).Exec("DROP TABLE tasks");
+
+  absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
+      SqliteBackend::Open(path());
+
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("schema version 1"), HasSubstr("tasks"),
+                    HasSubstr(path())));
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"), "1");
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM pragma_table_info('runs') "
+                      "WHERE name = 'priority'"),
+            "0");
+  EXPECT_THAT(
+      raw.Rows("SELECT name FROM sqlite_schema WHERE name LIKE "
+               "'%\\_v1' ESCAPE '\\' OR name IN ('attempts', 'dedupe')"),
+      IsEmpty());
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM messages"), "2");
+}
+
+}  // namespace
+}  // namespace sluice
