@@ -44,6 +44,8 @@ constexpr ExpectedTable kTables[] = {
     {"sluice.tasks", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.outbox", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.workers", "SELECT,INSERT,UPDATE,DELETE"},
+    {"sluice.attempts", "SELECT,INSERT,UPDATE,DELETE"},
+    {"sluice.dedupe", "SELECT,INSERT,UPDATE,DELETE"},
     {"pgmq.meta", "SELECT"},
 };
 // Functions, and whether the runtime role must be able to call them.
@@ -54,6 +56,7 @@ struct ExpectedFunction {
 constexpr ExpectedFunction kFunctions[] = {
     {"sluice.require_found(text,text)", true},
     {"sluice.create_queue(text)", true},
+    {"sluice.add_claim_index(text)", false},
     {"pgmq.create(text)", false},
     {"pgmq.drop_queue(text)", false},
 };
@@ -90,7 +93,8 @@ absl::Status ApplyMigration(Session& session,
   return absl::OkStatus();
 }
 
-absl::Status MigrateLocked(Session& session) {
+// Applies the migrations up to `target` (at most the latest).
+absl::Status MigrateLocked(Session& session, int target) {
   SLUICE_RETURN_IF_ERROR(session.Execute(kBootstrap, "create sluice schema"));
   SLUICE_ASSIGN_OR_RETURN(int installed,
                           postgres_internal::InstalledSchemaVersion(session));
@@ -100,7 +104,7 @@ absl::Status MigrateLocked(Session& session) {
                ", newer than version ", kEmbeddedMigrationCount,
                " that this build knows; migrate with a newer Sluice"));
   }
-  for (int i = installed; i < kEmbeddedMigrationCount; ++i) {
+  for (int i = installed; i < target; ++i) {
     SLUICE_RETURN_IF_ERROR(ApplyMigration(session, kEmbeddedMigrations[i]));
   }
   return absl::OkStatus();
@@ -185,6 +189,23 @@ absl::Status CheckFunctionsAndSchemas(Session& session, bool has_role,
     }
   }
   if (!has_role) return absl::OkStatus();
+  // Sending a message draws its FIFO number from this sequence.
+  SLUICE_ASSIGN_OR_RETURN(
+      bool has_sequence,
+      Holds(session, "SELECT to_regclass('sluice.message_seq') IS NOT NULL",
+            {}));
+  if (has_sequence) {
+    SLUICE_ASSIGN_OR_RETURN(
+        bool granted,
+        Holds(session,
+              "SELECT has_sequence_privilege($1, 'sluice.message_seq', "
+              "'USAGE')",
+              {kRuntimeRole}));
+    if (!granted) {
+      report.missing_privileges.push_back(
+          StrCat(kRuntimeRole, ": USAGE on sequence sluice.message_seq"));
+    }
+  }
   for (const char* schema : {"sluice", "pgmq"}) {
     SLUICE_ASSIGN_OR_RETURN(
         bool exists,
@@ -206,16 +227,29 @@ absl::Status CheckFunctionsAndSchemas(Session& session, bool has_role,
 
 int LatestPostgresSchemaVersion() { return kEmbeddedMigrationCount; }
 
-absl::Status MigratePostgres(const std::string& url) {
+namespace postgres_internal {
+
+absl::Status MigratePostgresTo(const std::string& url, int version) {
+  if (version < 0 || version > kEmbeddedMigrationCount) {
+    return absl::InvalidArgumentError(StrCat("schema version ", version,
+                                             " is not between 0 and ",
+                                             kEmbeddedMigrationCount));
+  }
   SLUICE_ASSIGN_OR_RETURN(Session session, Session::Open(url));
   SLUICE_RETURN_IF_ERROR(session.Execute("SET client_min_messages = warning",
                                          "configure session"));
   // Concurrent migrators wait here; each then sees the others' work.
   SLUICE_RETURN_IF_ERROR(
       session.Execute(kMigrationLock, "take migration lock"));
-  absl::Status status = MigrateLocked(session);
+  absl::Status status = MigrateLocked(session, version);
   session.Execute(kMigrationUnlock, "release migration lock").IgnoreError();
   return status;
+}
+
+}  // namespace postgres_internal
+
+absl::Status MigratePostgres(const std::string& url) {
+  return postgres_internal::MigratePostgresTo(url, kEmbeddedMigrationCount);
 }
 
 absl::StatusOr<SchemaReport> CheckPostgresSchema(const std::string& url) {

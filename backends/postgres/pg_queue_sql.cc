@@ -19,33 +19,66 @@ std::string QueueChannel(std::string_view queue) {
   return StrCat("sluice_q_", queue);
 }
 
+namespace {
+
+// A message's claim priority and FIFO number, from `headers` of the row
+// `alias` names ("" or "q.").
+std::string PriorityOf(std::string_view alias) {
+  return StrCat("((", alias, "headers ->> 'sluice_priority')::integer)");
+}
+std::string SeqOf(std::string_view alias) {
+  return StrCat("((", alias, "headers ->> 'sluice_seq')::bigint)");
+}
+
+}  // namespace
+
 QueueSql::QueueSql(std::string_view queue) {
   std::string lower = absl::AsciiStrToLower(ToAbsl(queue));
   const std::string live = StrCat("pgmq.", QuoteIdentifier("q_" + lower));
   const std::string archived = StrCat("pgmq.", QuoteIdentifier("a_" + lower));
+  // Claim order, kept in pgmq's `headers` (see migration 0003): the
+  // expressions match the claim index exactly, so the planner walks it.
+  const std::string claim_order =
+      StrCat(PriorityOf(""), " DESC NULLS LAST, ", SeqOf(""));
+  // Message columns: msg_id, read_ct, enqueued_at, vt, priority.
+  const std::string columns =
+      StrCat("q.msg_id, q.read_ct, q.enqueued_at, q.vt, coalesce(",
+             PriorityOf("q."), ", 0)");
   send = StrCat(
       "INSERT INTO ", live,
-      " (enqueued_at, vt, message) SELECT $1::timestamptz, m.vt, m.message "
-      "FROM unnest($2::timestamptz[], $3::jsonb[]) WITH ORDINALITY AS m(vt, "
-      "message, ord) ORDER BY m.ord RETURNING msg_id");
-  // The subquery walks the primary key from the lowest id and skips rows
-  // other transactions hold, like pgmq.read. `= ANY(ARRAY(...))` makes the
-  // ids it locks an index condition, so the update never scans the table
-  // (IN could be planned as a semi-join over the whole queue).
+      " (enqueued_at, vt, message, headers) SELECT $1::timestamptz, m.vt, "
+      "m.message, jsonb_build_object('sluice_priority', m.priority, "
+      "'sluice_seq', nextval('sluice.message_seq')) "
+      "FROM unnest($2::timestamptz[], $3::jsonb[], $4::int[]) WITH ORDINALITY "
+      "AS m(vt, message, priority, ord) ORDER BY m.ord RETURNING msg_id");
+  // The subquery walks the claim index from the top and skips rows other
+  // transactions hold, like pgmq.read. `= ANY(ARRAY(...))` makes the ids it
+  // locks an index condition, so the update never scans the table (IN
+  // could be planned as a semi-join over the whole queue). A paused queue
+  // yields nothing: the registry check is a one-time filter.
   const std::string read = StrCat(
       "UPDATE ", live,
       " AS q SET vt = $2::timestamptz, read_ct = q.read_ct + 1 WHERE q.msg_id "
       "= ANY(ARRAY(SELECT msg_id FROM ",
       live,
-      " WHERE vt <= $1::timestamptz ORDER BY msg_id LIMIT $3 FOR UPDATE SKIP "
-      "LOCKED)) RETURNING q.msg_id, q.read_ct, q.enqueued_at, q.vt");
+      " WHERE vt <= $1::timestamptz AND NOT EXISTS (SELECT 1 FROM "
+      "sluice.queues WHERE name = $4 AND paused) ORDER BY ",
+      claim_order, " LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING ",
+      PriorityOf("q."), ", ", SeqOf("q."), ", ", columns);
   read_all = StrCat(read, ", q.message");
   read_no_payloads = read;
+  // to_tail takes a new sequence number; otherwise the message keeps its
+  // place.
   set_visibility = StrCat(
       "UPDATE ", live,
-      " AS q SET vt = u.vt FROM unnest($1::bigint[], $2::timestamptz[]) AS "
-      "u(msg_id, vt) WHERE q.msg_id = u.msg_id "
+      " AS q SET vt = u.vt, headers = CASE WHEN u.to_tail THEN "
+      "coalesce(q.headers, '{}'::jsonb) || jsonb_build_object('sluice_seq', "
+      "nextval('sluice.message_seq')) ELSE q.headers END "
+      "FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS "
+      "u(msg_id, vt, to_tail) WHERE q.msg_id = u.msg_id "
       "AND q.msg_id = ANY($1::bigint[])");
+  next_visible = StrCat("SELECT vt FROM ", live,
+                        " WHERE vt > $1::timestamptz ORDER BY vt LIMIT 1");
   archive = StrCat(
       "WITH moved AS (DELETE FROM ", live,
       " WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, read_ct, "
@@ -55,12 +88,17 @@ QueueSql::QueueSql(std::string_view queue) {
       "SELECT msg_id, read_ct, enqueued_at, $2::timestamptz, vt, message, "
       "headers FROM moved");
   lookup = StrCat(
-      "SELECT false, NULL::timestamptz, msg_id, read_ct, enqueued_at, vt, "
-      "message FROM ",
+      "SELECT false, NULL::timestamptz, ", columns, ", q.message FROM ", live,
+      " AS q WHERE q.msg_id = $1 UNION ALL SELECT true, "
+      "q.archived_at, ",
+      columns, ", q.message FROM ", archived, " AS q WHERE q.msg_id = $1");
+  // A queued task is delayed while its message is not yet visible.
+  count_tasks = StrCat(
+      "SELECT t.status, count(*) FILTER (WHERE m.vt > $2::timestamptz), "
+      "count(*) FROM sluice.tasks AS t LEFT JOIN ",
       live,
-      " WHERE msg_id = $1 UNION ALL SELECT true, archived_at, msg_id, "
-      "read_ct, enqueued_at, vt, message FROM ",
-      archived, " WHERE msg_id = $1");
+      " AS m ON t.status = 'queued' AND m.msg_id = t.message_id "
+      "WHERE t.queue_name = $1 GROUP BY t.status");
   const std::string of_runs =
       " WHERE msg_id IN (SELECT message_id FROM sluice.tasks WHERE run_id = "
       "ANY($1::uuid[]) AND queue_name = $2)";

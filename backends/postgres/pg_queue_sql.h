@@ -1,7 +1,9 @@
 // The statements on one queue's pgmq tables, pgmq.q_<queue> (live) and
 // pgmq.a_<queue> (archive). They are pgmq's own operations written with the
 // caller's times instead of now(), so a manual clock drives them; every row
-// they write is one pgmq itself would write (`headers` is left alone).
+// they write is one pgmq itself would write. A message's claim priority and
+// FIFO number are kept in its `headers` ({"sluice_priority": int,
+// "sluice_seq": bigint}; migration 0003 says why not in columns).
 // Identifiers are quoted, though the engine already allows only [a-z0-9_].
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_
@@ -16,19 +18,26 @@ namespace sluice::postgres_internal {
 struct QueueSql {
   explicit QueueSql(std::string_view queue);
 
-  // $1 enqueued_at, $2 visible_at[], $3 message jsonb[]; rows: (msg_id), in
-  // send order.
+  // $1 enqueued_at, $2 visible_at[], $3 message jsonb[], $4 priority[];
+  // rows: (msg_id), in send order.
   std::string send;
-  // $1 now, $2 visible_until, $3 limit. Rows: msg_id, read_ct,
-  // enqueued_at, vt, then message for kAll.
+  // $1 now, $2 visible_until, $3 limit, $4 the queue's registered name.
+  // Rows: the claim priority and seq as stored (NULL for a message sent
+  // without Sluice's headers), msg_id, read_ct, enqueued_at, vt, priority,
+  // then message for kAll.
   std::string read_all;
   std::string read_no_payloads;
-  // $1 msg_id[], $2 vt[] (one entry per message).
+  // $1 msg_id[], $2 vt[], $3 to_tail bool[] (one entry per message).
   std::string set_visibility;
+  // $1 now. Rows: at most one (vt).
+  std::string next_visible;
+  // $1 queue name, $2 now. Rows: (task status, queued tasks whose message
+  // is not yet visible, tasks).
+  std::string count_tasks;
   // $1 msg_id[], $2 archived_at.
   std::string archive;
   // $1 msg_id. Rows: archived, archived_at, msg_id, read_ct, enqueued_at,
-  // vt, message.
+  // vt, priority, message.
   std::string lookup;
   // $1 run ids, $2 the queue name: the runs' tasks' messages.
   std::string delete_run_messages;

@@ -65,6 +65,7 @@ absl::StatusOr<QueueRecord> ReadQueue(Row row) {
   queue.name = row.Text();
   queue.owner_flow = row.Text();
   queue.created_at = row.Time();
+  queue.paused = row.Bool();
   return CheckedWhole(row, std::move(queue), "queue");
 }
 
@@ -77,6 +78,11 @@ absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields) {
   run.error = row.Text();
   run.started_at = row.Time();
   run.finished_at = row.OptionalTime();
+  run.priority = static_cast<int>(row.Int());
+  run.external_key = row.Text();
+  run.metadata = row.OptionalJson("run metadata").value_or(Json());
+  run.options = row.OptionalJson("run options").value_or(Json());
+  run.cancel_requested = row.Bool();
   if (fields == Fields::kAll) {
     run.input = row.Json("run input");
     run.output = row.OptionalJson("run output");
@@ -116,6 +122,9 @@ absl::StatusOr<TaskRecord> ReadTask(Row row, Fields fields) {
   task.stall_at = row.OptionalTime();
   task.requeued_count = static_cast<int>(row.Int());
   task.worker_id = row.Text();
+  task.budget_start = static_cast<int>(row.Int());
+  task.cancel_requested = row.Bool();
+  task.options = row.OptionalJson("task options").value_or(Json());
   if (fields == Fields::kAll) {
     task.input = row.Json("task input");
     task.output = row.OptionalJson("task output");
@@ -139,12 +148,35 @@ absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields) {
   message.read_count = static_cast<int>(row.Int());
   message.enqueued_at = row.Time();
   message.visible_at = row.Time();
+  message.priority = static_cast<int>(row.Int());
   if (fields == Fields::kAll) {
     // pgmq allows a NULL message; it reads as JSON null.
     std::optional<Json> body = row.OptionalJson("message body");
     if (body.has_value()) message.body = std::move(*body);
   }
   return Checked(row, std::move(message));
+}
+
+absl::StatusOr<AttemptRecord> ReadAttempt(Row row) {
+  AttemptRecord attempt;
+  attempt.task = ReadTaskKey(row);
+  attempt.attempt = static_cast<int>(row.Int());
+  attempt.worker_id = row.Text();
+  attempt.started_at = row.OptionalTime();
+  attempt.finished_at = row.Time();
+  attempt.outcome =
+      ReadEnum(row, ParseAttemptOutcome, AttemptOutcome::kCompleted);
+  attempt.error = row.Text();
+  return Checked(row, std::move(attempt));
+}
+
+absl::StatusOr<DedupeRecord> ReadDedupe(Row row) {
+  DedupeRecord entry;
+  entry.flow_slug = row.Text();
+  entry.key = row.Text();
+  entry.run_id = row.RunId();
+  entry.expires_at = row.OptionalTime();
+  return CheckedWhole(row, std::move(entry), "dedupe entry");
 }
 
 absl::StatusOr<WorkerRecord> ReadWorker(Row row) {

@@ -19,8 +19,10 @@ absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields);
 absl::StatusOr<StepStateRecord> ReadStepState(Row row, Fields fields);
 absl::StatusOr<TaskRecord> ReadTask(Row row, Fields fields);
 absl::StatusOr<OutboxReport> ReadReport(Row row);
-// msg_id, read_ct, enqueued_at, vt, then message for kAll.
+// msg_id, read_ct, enqueued_at, vt, priority, then message for kAll.
 absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields);
+absl::StatusOr<AttemptRecord> ReadAttempt(Row row);
+absl::StatusOr<DedupeRecord> ReadDedupe(Row row);
 absl::StatusOr<WorkerRecord> ReadWorker(Row row);
 
 }  // namespace sluice::postgres_internal

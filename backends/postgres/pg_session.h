@@ -63,6 +63,9 @@ class Session {
 
 // The installed schema version: 0 when sluice.schema_migrations is missing.
 absl::StatusOr<int> InstalledSchemaVersion(Session& session);
+// MigratePostgres() up to `version` only (tests of upgrades from an older
+// schema). kInvalidArgument outside 0..latest.
+absl::Status MigratePostgresTo(const std::string& url, int version);
 
 }  // namespace sluice::postgres_internal
 

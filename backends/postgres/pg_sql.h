@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <string>
 #include <string_view>
 
 #include "sluice/backend.h"
@@ -48,7 +49,8 @@ struct ByFields {
 
 inline constexpr char kRunState[] =
     "r.run_id, r.flow_slug, r.status, r.remaining_steps, r.error, "
-    "r.started_at, r.finished_at";
+    "r.started_at, r.finished_at, r.priority, r.external_key, r.metadata, "
+    "r.options, r.cancel_requested";
 inline constexpr auto kRunAll = Join(kRunState, ", r.input, r.output");
 inline constexpr char kStepState[] =
     "s.run_id, s.step_index, s.step_slug, s.status, s.remaining_deps, "
@@ -58,7 +60,8 @@ inline constexpr auto kStepAll = Join(kStepState, ", s.output");
 inline constexpr char kTaskState[] =
     "t.run_id, t.step_index, t.task_index, t.flow_slug, t.status, "
     "t.attempts, t.error, t.queue_name, t.message_id, t.queued_at, "
-    "t.started_at, t.finished_at, t.stall_at, t.requeued_count, t.worker_id";
+    "t.started_at, t.finished_at, t.stall_at, t.requeued_count, t.worker_id, "
+    "t.budget_start, t.cancel_requested, t.options";
 inline constexpr auto kTaskAll = Join(kTaskState, ", t.input, t.output");
 inline constexpr char kReport[] =
     "o.report_id, o.run_id, o.step_index, o.task_index, o.flow_slug, o.kind, "
@@ -78,8 +81,15 @@ inline constexpr std::string_view kInsertFlow =
     "VALUES ($1, $2::json, $3::timestamptz)";
 inline constexpr std::string_view kListFlows =
     "SELECT slug, definition, created_at FROM sluice.flows ORDER BY slug";
-inline constexpr std::string_view kGetQueue =
-    "SELECT name, owner_flow, created_at FROM sluice.queues WHERE name = $1";
+inline constexpr char kQueue[] = "name, owner_flow, created_at, paused";
+inline constexpr auto kGetQueue =
+    Join("SELECT ", kQueue, " FROM sluice.queues WHERE name = $1");
+inline constexpr auto kListQueues =
+    Join("SELECT ", kQueue, " FROM sluice.queues ORDER BY name");
+// Rows: (name) if the queue is registered.
+inline constexpr std::string_view kSetQueuePaused =
+    "UPDATE sluice.queues SET paused = $2::bool WHERE name = $1 "
+    "RETURNING name";
 // A physical queue exists when its live table does (registered or not).
 inline constexpr std::string_view kQueueExists =
     "SELECT to_regclass(format('pgmq.%I', 'q_' || lower($1))) IS NOT NULL";
@@ -113,13 +123,17 @@ inline constexpr std::string_view kDeleteInactiveWorkers =
 
 inline constexpr std::string_view kInsertRuns =
     "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
-    "error, started_at, finished_at, input, output) "
+    "error, started_at, finished_at, input, output, priority, external_key, "
+    "metadata, options, cancel_requested) "
     "SELECT i.run_id, i.flow_slug, i.status, i.remaining_steps, i.error, "
-    "i.started_at, i.finished_at, i.input, i.output FROM unnest($1::uuid[], "
-    "$2::text[], $3::text[], $4::int[], $5::text[], $6::timestamptz[], "
-    "$7::timestamptz[], $8::json[], $9::json[]) WITH ORDINALITY AS i(run_id, "
-    "flow_slug, status, remaining_steps, error, started_at, finished_at, "
-    "input, output, ord) ORDER BY i.ord";
+    "i.started_at, i.finished_at, i.input, i.output, i.priority, "
+    "i.external_key, i.metadata, i.options, i.cancel_requested FROM "
+    "unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], "
+    "$6::timestamptz[], $7::timestamptz[], $8::json[], $9::json[], "
+    "$10::int[], $11::text[], $12::jsonb[], $13::json[], $14::bool[]) WITH "
+    "ORDINALITY AS i(run_id, flow_slug, status, remaining_steps, error, "
+    "started_at, finished_at, input, output, priority, external_key, "
+    "metadata, options, cancel_requested, ord) ORDER BY i.ord";
 
 // $1: run ids. Locking reads lock in the order given (LockRows sits above
 // the sort).
@@ -139,9 +153,11 @@ inline constexpr ByFields kLockRuns{kLockRunsAll, kLockRunsState};
 // One row per run (the last write of a batch wins; the caller dedupes).
 inline constexpr std::string_view kUpdateRuns =
     "WITH i AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], "
-    "$4::timestamptz[], $5::json[]) AS i(run_id, status, error, finished_at, "
-    "output)), updated AS (UPDATE sluice.runs AS r SET status = i.status, "
-    "error = i.error, finished_at = i.finished_at, output = i.output FROM i "
+    "$4::timestamptz[], $5::json[], $6::bool[]) AS i(run_id, status, error, "
+    "finished_at, output, cancel_requested)), updated AS (UPDATE sluice.runs "
+    "AS r SET status = i.status, error = i.error, finished_at = "
+    "i.finished_at, output = i.output, cancel_requested = i.cancel_requested "
+    "FROM i "
     "WHERE r.run_id = i.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING r.run_id) "
     "SELECT sluice.require_found('run', (SELECT min(i.run_id::text) FROM i "
@@ -153,14 +169,28 @@ inline constexpr std::string_view kAddRunRemainingSteps =
     "delta, slot) WHERE r.run_id = d.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, "
     "r.remaining_steps";
-inline constexpr auto kListRunsOfFlow =
-    Join("SELECT ", kRunAll.text,
-         " FROM sluice.runs AS r WHERE r.flow_slug = $1 "
-         "ORDER BY r.started_at DESC, r.insert_seq DESC LIMIT $2");
-inline constexpr auto kListAllRuns =
-    Join("SELECT ", kRunAll.text,
-         " FROM sluice.runs AS r "
-         "ORDER BY r.started_at DESC, r.insert_seq DESC LIMIT $1");
+// The ListRuns statement for an order and `fields` (built once each).
+// Parameters: $1 flow slugs, $2 statuses, $3 metadata, $4 from, $5 to, $6
+// and $7 the position to resume after, $8 the limit; a NULL filter holds for
+// every run. Sessions plan each execution for its parameters
+// (force_custom_plan), so the NULL tests fold away and the plan walks the
+// index of the ordering column.
+const std::string& ListRuns(RunQuery::OrderBy order_by, bool newest_first,
+                            Fields fields);
+
+// $1 flow slug, $2 external keys. A key finds its run by the partial
+// unique index; an empty key finds none.
+inline constexpr char kRunsByKey[] =
+    " FROM unnest($2::text[]) WITH ORDINALITY AS u(external_key, ord) "
+    "CROSS JOIN LATERAL (SELECT r.* FROM sluice.runs AS r WHERE "
+    "r.flow_slug = $1 AND r.external_key = u.external_key AND "
+    "r.external_key <> '' LIMIT 1) AS r";
+inline constexpr auto kFindRunsByKeyAll =
+    Join("SELECT u.ord, ", kRunAll.text, kRunsByKey);
+inline constexpr auto kFindRunsByKeyState =
+    Join("SELECT u.ord, ", kRunState, kRunsByKey);
+inline constexpr ByFields kFindRunsByKey{kFindRunsByKeyAll,
+                                         kFindRunsByKeyState};
 inline constexpr auto kFindFinishedRuns =
     Join("SELECT ", kRunState,
          " FROM sluice.runs AS r WHERE r.finished_at IS NOT NULL "
@@ -178,6 +208,8 @@ inline constexpr std::string_view kDeleteRunReports =
     "DELETE FROM sluice.outbox WHERE run_id = ANY($1::uuid[])";
 inline constexpr std::string_view kDeleteRunTasks =
     "DELETE FROM sluice.tasks WHERE run_id = ANY($1::uuid[])";
+inline constexpr std::string_view kDeleteRunAttempts =
+    "DELETE FROM sluice.attempts WHERE run_id = ANY($1::uuid[])";
 inline constexpr std::string_view kDeleteRunStepStates =
     "DELETE FROM sluice.step_states WHERE run_id = ANY($1::uuid[])";
 inline constexpr std::string_view kDeleteRuns =
@@ -241,18 +273,22 @@ inline constexpr std::string_view kAddStepCounters =
 inline constexpr std::string_view kInsertTasks =
     "INSERT INTO sluice.tasks (run_id, step_index, task_index, flow_slug, "
     "status, attempts, error, queue_name, message_id, queued_at, started_at, "
-    "finished_at, stall_at, requeued_count, worker_id, input, output) "
+    "finished_at, stall_at, requeued_count, worker_id, input, output, "
+    "budget_start, cancel_requested, options) "
     "SELECT i.run_id, i.step_index, i.task_index, i.flow_slug, i.status, "
     "i.attempts, i.error, i.queue_name, i.message_id, i.queued_at, "
     "i.started_at, i.finished_at, i.stall_at, i.requeued_count, i.worker_id, "
-    "i.input, i.output FROM unnest($1::uuid[], $2::int[], $3::int[], "
+    "i.input, i.output, i.budget_start, i.cancel_requested, i.options "
+    "FROM unnest($1::uuid[], $2::int[], $3::int[], "
     "$4::text[], $5::text[], $6::int[], $7::text[], $8::text[], "
     "$9::bigint[], $10::timestamptz[], $11::timestamptz[], "
     "$12::timestamptz[], $13::timestamptz[], $14::int[], $15::text[], "
-    "$16::json[], $17::json[]) WITH ORDINALITY AS i(run_id, step_index, "
+    "$16::json[], $17::json[], $18::int[], $19::bool[], $20::json[]) WITH "
+    "ORDINALITY AS i(run_id, step_index, "
     "task_index, flow_slug, status, attempts, error, queue_name, message_id, "
     "queued_at, started_at, finished_at, stall_at, requeued_count, "
-    "worker_id, input, output, ord) ORDER BY i.ord";
+    "worker_id, input, output, budget_start, cancel_requested, options, ord) "
+    "ORDER BY i.ord";
 // LIMIT 1 keeps the subquery a primary-key lookup per element (the
 // planner can't flatten it into a join planned from stale statistics).
 inline constexpr char kTasksByKey[] =
@@ -292,10 +328,12 @@ inline constexpr char kUpdateTasksInput[] =
     "WITH u AS MATERIALIZED (SELECT u.*, l.row_ctid FROM unnest($1::uuid[], "
     "$2::int[], $3::int[], $4::text[], $5::int[], $6::text[], "
     "$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[], "
-    "$11::text[], $12::json[], $13::text[], $14::int[]) WITH ORDINALITY AS "
+    "$11::text[], $12::json[], $13::text[], $14::int[], $15::int[], "
+    "$16::bool[]) WITH ORDINALITY AS "
     "u(run_id, step_index, task_index, status, attempts, error, started_at, "
     "finished_at, stall_at, requeued_count, worker_id, output, "
-    "expected_status, expected_attempts, ord) CROSS JOIN LATERAL (SELECT "
+    "expected_status, expected_attempts, budget_start, cancel_requested, ord) "
+    "CROSS JOIN LATERAL (SELECT "
     "t.ctid AS row_ctid FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
     "t.step_index = u.step_index AND t.task_index = u.task_index "
     "FOR NO KEY UPDATE OF t";
@@ -303,7 +341,9 @@ inline constexpr char kUpdateTasksSet[] =
     ") AS l) UPDATE sluice.tasks AS t SET status = u.status, attempts = "
     "u.attempts, error = u.error, started_at = u.started_at, finished_at = "
     "u.finished_at, stall_at = u.stall_at, requeued_count = "
-    "u.requeued_count, worker_id = u.worker_id, output = u.output FROM u "
+    "u.requeued_count, worker_id = u.worker_id, output = u.output, "
+    "budget_start = u.budget_start, cancel_requested = u.cancel_requested "
+    "FROM u "
     "WHERE t.ctid = u.row_ctid AND t.status = u.expected_status AND "
     "t.attempts = u.expected_attempts RETURNING u.ord";
 inline constexpr auto kUpdateTasks = Join(kUpdateTasksInput, kUpdateTasksSet);
@@ -373,6 +413,47 @@ inline constexpr auto kTakeStaleReports = Join(
     kReport);
 inline constexpr std::string_view kCountReports =
     "SELECT count(*) FROM sluice.outbox";
+
+// --- The attempts ledger and the dedupe registry ---
+
+inline constexpr std::string_view kAppendAttempts =
+    "INSERT INTO sluice.attempts (run_id, step_index, task_index, attempt, "
+    "worker_id, started_at, finished_at, outcome, error) SELECT i.run_id, "
+    "i.step_index, i.task_index, i.attempt, i.worker_id, i.started_at, "
+    "i.finished_at, i.outcome, i.error FROM unnest($1::uuid[], $2::int[], "
+    "$3::int[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[], "
+    "$8::text[], $9::text[]) WITH ORDINALITY AS i(run_id, step_index, "
+    "task_index, attempt, worker_id, started_at, finished_at, outcome, "
+    "error, ord) ORDER BY i.ord";
+inline constexpr std::string_view kListAttempts =
+    "SELECT run_id, step_index, task_index, attempt, worker_id, started_at, "
+    "finished_at, outcome, error FROM sluice.attempts WHERE run_id = $1 "
+    "ORDER BY step_index, task_index, attempt";
+
+// Serializes transactions over one (flow, key), whether or not it has an
+// entry yet (FOR UPDATE alone locks only a row that exists), so two
+// enqueues of one key never both see it free. The two-key form keeps these
+// apart from LockFlowSlug's one-key locks.
+inline constexpr std::string_view kLockDedupeKey =
+    "SELECT pg_advisory_xact_lock(1936, hashtext($1 || ':' || $2))";
+inline constexpr char kDedupe[] = "flow_slug, key, run_id, expires_at";
+inline constexpr auto kGetDedupe =
+    Join("SELECT ", kDedupe,
+         " FROM sluice.dedupe WHERE flow_slug = $1 AND key = $2 FOR UPDATE");
+inline constexpr auto kPutDedupe =
+    Join("INSERT INTO sluice.dedupe (", kDedupe,
+         ") VALUES ($1, $2, $3::uuid, $4::timestamptz) ON CONFLICT "
+         "(flow_slug, key) DO UPDATE SET run_id = excluded.run_id, "
+         "expires_at = excluded.expires_at");
+inline constexpr std::string_view kDeleteDedupe =
+    "DELETE FROM sluice.dedupe WHERE flow_slug = $1 AND key = $2 AND "
+    "run_id = $3::uuid RETURNING run_id";
+inline constexpr std::string_view kDeleteExpiredDedupe =
+    "WITH gone AS (SELECT flow_slug, key FROM sluice.dedupe "
+    "WHERE expires_at <= $1::timestamptz ORDER BY expires_at "
+    "LIMIT $2 FOR UPDATE SKIP LOCKED) DELETE FROM sluice.dedupe AS d "
+    "USING gone WHERE d.flow_slug = gone.flow_slug AND d.key = gone.key "
+    "RETURNING d.key";
 
 }  // namespace sluice::postgres_internal::sql
 

@@ -13,7 +13,9 @@
 //
 // Sources: flows, queues, workers and notifications in pg_tables.cc; runs,
 // step states and retention in pg_tables_runs.cc; tasks and the outbox in
-// pg_tables_tasks.cc; queue messages in pg_tables_messages.cc.
+// pg_tables_tasks.cc; queue messages in pg_tables_messages.cc; the
+// attempts ledger, the dedupe registry, queue pausing and task counts in
+// pg_tables_jobs.cc.
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_TABLES_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_TABLES_H_
 
@@ -45,6 +47,8 @@ class PgTables {
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);
   absl::StatusOr<bool> QueueExists(std::string_view name);
   absl::Status CreateQueue(const QueueRecord& queue);
+  absl::StatusOr<std::vector<QueueRecord>> ListQueues();
+  absl::Status SetQueuePaused(std::string_view name, bool paused);
 
   absl::Status InsertRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
@@ -52,8 +56,11 @@ class PgTables {
   absl::Status UpdateRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas);
-  absl::StatusOr<std::vector<RunRecord>> ListRuns(std::string_view flow_slug,
-                                                  int limit);
+  absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
+                                                  Fields fields);
+  absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
+      std::string_view flow_slug, std::span<const std::string> external_keys,
+      Fields fields);
   absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
       absl::Time finished_before, int limit);
   absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids);
@@ -81,6 +88,18 @@ class PgTables {
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
                                                            int limit,
                                                            Fields fields);
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
+                                         absl::Time now);
+
+  absl::Status AppendAttempts(std::span<const AttemptRecord> attempts);
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(const RunId& run_id);
+
+  absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
+      std::string_view flow_slug, std::string_view key);
+  absl::Status PutDedupe(const DedupeRecord& entry);
+  absl::StatusOr<bool> DeleteDedupe(std::string_view flow_slug,
+                                    std::string_view key, const RunId& run_id);
+  absl::StatusOr<int> DeleteExpiredDedupe(absl::Time now, int limit);
 
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports);
@@ -98,6 +117,8 @@ class PgTables {
       absl::Time visible_until, Fields fields);
   absl::Status SetVisibility(std::string_view queue,
                              std::span<const VisibilityUpdate> updates);
+  absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(
+      std::string_view queue, absl::Time now);
   absl::Status ArchiveMessages(std::string_view queue,
                                std::span<const int64_t> message_ids,
                                absl::Time now);

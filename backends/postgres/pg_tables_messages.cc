@@ -17,6 +17,36 @@ absl::Status MissingQueue(std::string_view operation, std::string_view queue) {
       StrCat(operation, ": queue \"", queue, "\" does not exist"));
 }
 
+// A read message with its claim order as stored: NULL (a message another
+// pgmq client sent) sorts last, as in the claim index.
+struct ClaimedMessage {
+  std::optional<int64_t> priority;
+  std::optional<int64_t> seq;
+  MessageRecord record;
+};
+
+std::optional<int64_t> ReadOptionalInt(Row& row) {
+  if (row.IsNull()) {
+    row.Skip();
+    return std::nullopt;
+  }
+  return row.Int();
+}
+
+bool InClaimOrder(const ClaimedMessage& a, const ClaimedMessage& b) {
+  if (a.priority != b.priority) {
+    if (!b.priority.has_value()) return true;
+    if (!a.priority.has_value()) return false;
+    return *a.priority > *b.priority;
+  }
+  if (a.seq != b.seq) {
+    if (!b.seq.has_value()) return true;
+    if (!a.seq.has_value()) return false;
+    return *a.seq < *b.seq;
+  }
+  return a.record.message_id < b.record.message_id;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
@@ -29,20 +59,23 @@ absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
     if (!exists) return MissingQueue(kOperation, queue);
     return std::vector<int64_t>();
   }
-  ArrayLiteral visible, bodies;
+  ArrayLiteral visible, bodies, priorities;
   bool visible_now = false;
   for (const OutgoingMessage& message : messages) {
     visible.Time(message.visible_at);
+    priorities.Int(message.priority);
     bodies.Json(message.body);
     visible_now = visible_now || message.visible_at <= now;
   }
   const QueueSql& statements = connection_.StatementsFor(queue);
-  SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(
-          statements.send,
-          Params().Time(now).Array(std::move(visible)).Array(std::move(bodies)),
-          kOperation, queue));
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(statements.send,
+                                Params()
+                                    .Time(now)
+                                    .Array(std::move(visible))
+                                    .Array(std::move(bodies))
+                                    .Array(std::move(priorities)),
+                                kOperation, queue));
   if (result.rows() != static_cast<int>(messages.size())) {
     return absl::InternalError(StrCat("postgres SendMessages: queue \"", queue,
                                       "\" took ", result.rows(), " of ",
@@ -72,21 +105,29 @@ absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
   }
   const QueueSql& statements = connection_.StatementsFor(queue);
   SLUICE_ASSIGN_OR_RETURN(
-      Result result, Query(statements.Read(fields),
-                           Params().Time(now).Time(visible_until).Int(limit),
-                           kOperation, queue));
-  std::vector<MessageRecord> messages;
-  messages.reserve(result.rows());
+      Result result,
+      Query(statements.Read(fields),
+            Params().Time(now).Time(visible_until).Int(limit).Text(queue),
+            kOperation, queue));
+  // RETURNING promises no order: put them back in claim order.
+  std::vector<ClaimedMessage> claimed;
+  claimed.reserve(result.rows());
   for (int i = 0; i < result.rows(); ++i) {
-    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
-                            ReadMessage(result.row(i), fields));
-    messages.push_back(std::move(message));
+    Row row = result.row(i);
+    ClaimedMessage message;
+    message.priority = ReadOptionalInt(row);
+    message.seq = ReadOptionalInt(row);
+    SLUICE_RETURN_IF_ERROR(row.status());
+    SLUICE_ASSIGN_OR_RETURN(message.record,
+                            ReadMessage(result.row(i, 2), fields));
+    claimed.push_back(std::move(message));
   }
-  // RETURNING promises no order.
-  std::sort(messages.begin(), messages.end(),
-            [](const MessageRecord& a, const MessageRecord& b) {
-              return a.message_id < b.message_id;
-            });
+  std::sort(claimed.begin(), claimed.end(), InClaimOrder);
+  std::vector<MessageRecord> messages;
+  messages.reserve(claimed.size());
+  for (ClaimedMessage& message : claimed) {
+    messages.push_back(std::move(message.record));
+  }
   return messages;
 }
 
@@ -96,19 +137,36 @@ absl::Status PgTables::SetVisibility(
   // One row per message, the last change winning.
   absl::flat_hash_map<int64_t, size_t> last;
   for (size_t i = 0; i < updates.size(); ++i) last[updates[i].message_id] = i;
-  ArrayLiteral ids, visible;
+  ArrayLiteral ids, visible, to_tail;
   bool visible_now = !latest_now_.has_value();
   for (size_t i = 0; i < updates.size(); ++i) {
     if (last[updates[i].message_id] != i) continue;
     ids.Int(updates[i].message_id);
     visible.Time(updates[i].visible_at);
+    to_tail.Bool(updates[i].to_tail);
     visible_now = visible_now || updates[i].visible_at <= *latest_now_;
   }
   Send(connection_.StatementsFor(queue).set_visibility,
-       Params().Array(std::move(ids)).Array(std::move(visible)),
+       Params()
+           .Array(std::move(ids))
+           .Array(std::move(visible))
+           .Array(std::move(to_tail)),
        "SetVisibility", queue);
   if (visible_now) NotifyQueue(queue);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<absl::Time>> PgTables::NextVisibleAt(
+    std::string_view queue, absl::Time now) {
+  SawTime(now);
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(connection_.StatementsFor(queue).next_visible,
+                                Params().Time(now), "NextVisibleAt", queue));
+  if (result.rows() == 0) return std::nullopt;
+  Row row = result.row(0);
+  absl::Time visible_at = row.Time();
+  SLUICE_RETURN_IF_ERROR(row.status());
+  return visible_at;
 }
 
 absl::Status PgTables::ArchiveMessages(std::string_view queue,

@@ -83,13 +83,57 @@ std::vector<size_t> LastWrites(std::span<const Record> records, KeyOf key_of) {
 
 }  // namespace
 
-// --- Runs ------------------------------------------------------------------
+// --- Runs -----------------------------------------------------------------
+
+namespace sql {
+
+const std::string& ListRuns(RunQuery::OrderBy order_by, bool newest_first,
+                            Fields fields) {
+  static const std::array<std::string, 8> kStatements = [] {
+    std::array<std::string, 8> statements;
+    for (int i = 0; i < 8; ++i) {
+      const bool by_finish = (i & 1) != 0;
+      const bool newest_first = (i & 2) != 0;
+      const bool all = (i & 4) != 0;
+      const std::string time = by_finish ? "r.finished_at" : "r.started_at";
+      const std::string direction = newest_first ? " DESC" : "";
+      statements[i] = StrCat(
+          "SELECT ", all ? kRunAll.view() : std::string_view(kRunState),
+          // One flow is an equality, so the (flow_slug, time, run_id)
+          // index yields rows in order; ANY over several cannot (before
+          // Postgres 17) and sorts that flows' matching runs.
+          " FROM sluice.runs AS r WHERE ($1::text[] IS NULL OR "
+          "(cardinality($1::text[]) = 1 AND r.flow_slug = ($1::text[])[1]) OR "
+          "(cardinality($1::text[]) > 1 AND r.flow_slug = ANY($1::text[]))) "
+          "AND ($2::text[] IS NULL OR r.status = "
+          "ANY($2::text[])) AND ($3::jsonb IS NULL OR r.metadata @> "
+          "$3::jsonb) AND ($4::timestamptz IS NULL OR ",
+          time, " >= $4::timestamptz) AND ($5::timestamptz IS NULL OR ", time,
+          " < $5::timestamptz) AND ($6::timestamptz IS NULL OR (", time,
+          ", r.run_id) ", newest_first ? "<" : ">",
+          " ($6::timestamptz, $7::uuid))",
+          by_finish ? " AND r.finished_at IS NOT NULL" : "", " ORDER BY ", time,
+          direction, ", r.run_id", direction, " LIMIT $8");
+    }
+    return statements;
+  }();
+  const int index = (order_by == RunQuery::OrderBy::kFinishedAt ? 1 : 0) +
+                    (newest_first ? 2 : 0) + (fields == Fields::kAll ? 4 : 0);
+  return kStatements[index];
+}
+
+}  // namespace sql
 
 absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs) {
   if (runs.empty()) return absl::OkStatus();
   ArrayLiteral ids, flows, statuses, remaining, errors, started, finished,
-      inputs, outputs;
+      inputs, outputs, priorities, keys, metadata, options, cancels;
   for (const RunRecord& run : runs) {
+    priorities.Int(run.priority);
+    keys.Text(run.external_key);
+    metadata.OptionalJson(NullIsAbsent(run.metadata));
+    options.OptionalJson(NullIsAbsent(run.options));
+    cancels.Bool(run.cancel_requested);
     ids.RunId(run.run_id);
     flows.Text(run.flow_slug);
     statuses.Text(ToString(run.status));
@@ -110,7 +154,12 @@ absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs) {
            .Array(std::move(started))
            .Array(std::move(finished))
            .Array(std::move(inputs))
-           .Array(std::move(outputs)),
+           .Array(std::move(outputs))
+           .Array(std::move(priorities))
+           .Array(std::move(keys))
+           .Array(std::move(metadata))
+           .Array(std::move(options))
+           .Array(std::move(cancels)),
        "InsertRuns");
   return absl::OkStatus();
 }
@@ -137,10 +186,11 @@ absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
 
 absl::Status PgTables::UpdateRuns(std::span<const RunRecord> runs) {
   if (runs.empty()) return absl::OkStatus();
-  ArrayLiteral ids, statuses, errors, finished, outputs;
+  ArrayLiteral ids, statuses, errors, finished, outputs, cancels;
   for (size_t i :
        LastWrites(runs, [](const RunRecord& r) { return r.run_id; })) {
     const RunRecord& run = runs[i];
+    cancels.Bool(run.cancel_requested);
     ids.RunId(run.run_id);
     statuses.Text(ToString(run.status));
     errors.Text(run.error);
@@ -153,7 +203,8 @@ absl::Status PgTables::UpdateRuns(std::span<const RunRecord> runs) {
            .Array(std::move(statuses))
            .Array(std::move(errors))
            .Array(std::move(finished))
-           .Array(std::move(outputs)),
+           .Array(std::move(outputs))
+           .Array(std::move(cancels)),
        "UpdateRuns");
   return absl::OkStatus();
 }
@@ -193,21 +244,60 @@ absl::StatusOr<std::vector<int>> PgTables::AddRunRemainingSteps(
   return values;
 }
 
-absl::StatusOr<std::vector<RunRecord>> PgTables::ListRuns(
-    std::string_view flow_slug, int limit) {
+absl::StatusOr<std::vector<RunRecord>> PgTables::ListRuns(const RunQuery& query,
+                                                          Fields fields) {
   std::vector<RunRecord> runs;
-  if (limit <= 0) return runs;
+  if (query.limit <= 0) return runs;
   Params params;
-  if (!flow_slug.empty()) params.Text(flow_slug);
-  params.Int(limit);
-  SLUICE_ASSIGN_OR_RETURN(Result result,
-                          Query(flow_slug.empty() ? sql::kListAllRuns.view()
-                                                  : sql::kListRunsOfFlow.view(),
-                                params, "ListRuns"));
+  if (query.flow_slugs.empty()) {
+    params.Null();
+  } else {
+    ArrayLiteral flows;
+    for (const std::string& flow : query.flow_slugs) flows.Text(flow);
+    params.Array(std::move(flows));
+  }
+  if (query.statuses.empty()) {
+    params.Null();
+  } else {
+    ArrayLiteral statuses;
+    for (RunStatus status : query.statuses) statuses.Text(ToString(status));
+    params.Array(std::move(statuses));
+  }
+  params.OptionalJson(NullIsAbsent(query.metadata));
+  params.OptionalTime(query.from).OptionalTime(query.to);
+  if (query.after.has_value()) {
+    params.Time(query.after->time).RunId(query.after->run_id);
+  } else {
+    params.Null().Null();
+  }
+  params.Int(query.limit);
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::ListRuns(query.order_by, query.newest_first, fields), params,
+            "ListRuns"));
+  runs.reserve(result.rows());
   for (int i = 0; i < result.rows(); ++i) {
-    SLUICE_ASSIGN_OR_RETURN(RunRecord run,
-                            ReadRun(result.row(i), Fields::kAll));
+    SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(result.row(i), fields));
     runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::FindRunsByKey(
+    std::string_view flow_slug, std::span<const std::string> external_keys,
+    Fields fields) {
+  std::vector<std::optional<RunRecord>> runs(external_keys.size());
+  if (external_keys.empty()) return runs;
+  ArrayLiteral keys;
+  for (const std::string& key : external_keys) keys.Text(key);
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::kFindRunsByKey.For(fields),
+            Params().Text(flow_slug).Array(std::move(keys)), "FindRunsByKey"));
+  for (int i = 0; i < result.rows(); ++i) {
+    const int64_t ord = result.row(i).Int();
+    SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(result.row(i, 1), fields));
+    runs[ord - 1] = std::move(run);
   }
   return runs;
 }
@@ -246,7 +336,7 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
          kOperation, queue);
   }
   for (std::string_view dependents :
-       {sql::kDeleteRunReports, sql::kDeleteRunTasks,
+       {sql::kDeleteRunReports, sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
         sql::kDeleteRunStepStates}) {
     Send(dependents, Params().Text(ids), kOperation);
   }

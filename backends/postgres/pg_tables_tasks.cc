@@ -71,8 +71,11 @@ absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
   if (tasks.empty()) return absl::OkStatus();
   ArrayLiteral ids, steps, indexes, flows, statuses, attempts, errors, queues,
       messages, queued, started, finished, stalls, requeued, workers, inputs,
-      outputs;
+      outputs, budgets, cancels, options;
   for (const TaskRecord& task : tasks) {
+    budgets.Int(task.budget_start);
+    cancels.Bool(task.cancel_requested);
+    options.OptionalJson(NullIsAbsent(task.options));
     ids.RunId(task.key.run_id);
     steps.Int(task.key.step_index);
     indexes.Int(task.key.task_index);
@@ -93,9 +96,10 @@ absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
   }
   Params params;
   for (ArrayLiteral* column :
-       {&ids, &steps, &indexes, &flows, &statuses, &attempts, &errors, &queues,
-        &messages, &queued, &started, &finished, &stalls, &requeued, &workers,
-        &inputs, &outputs}) {
+       {&ids,      &steps,    &indexes, &flows,    &statuses,
+        &attempts, &errors,   &queues,  &messages, &queued,
+        &started,  &finished, &stalls,  &requeued, &workers,
+        &inputs,   &outputs,  &budgets, &cancels,  &options}) {
     params.Array(std::move(*column));
   }
   Send(sql::kInsertTasks, params, "InsertTasks");
@@ -155,9 +159,11 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
     if (group.positions.empty()) continue;
     ArrayLiteral ids, steps, indexes, statuses, attempts, errors, started,
         finished, stalls, requeued, workers, outputs, expected_statuses,
-        expected_attempts;
+        expected_attempts, budgets, cancels;
     for (size_t i : group.positions) {
       const TaskRecord& task = updates[i].task;
+      budgets.Int(task.budget_start);
+      cancels.Bool(task.cancel_requested);
       ids.RunId(task.key.run_id);
       steps.Int(task.key.step_index);
       indexes.Int(task.key.task_index);
@@ -177,7 +183,7 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
     for (ArrayLiteral* column :
          {&ids, &steps, &indexes, &statuses, &attempts, &errors, &started,
           &finished, &stalls, &requeued, &workers, &outputs, &expected_statuses,
-          &expected_attempts}) {
+          &expected_attempts, &budgets, &cancels}) {
       params.Array(std::move(*column));
     }
     SLUICE_ASSIGN_OR_RETURN(

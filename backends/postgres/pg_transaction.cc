@@ -110,6 +110,15 @@ absl::Status PostgresTransaction::CreateQueue(const QueueRecord& queue) {
   return Guarded([&] { return tables_.CreateQueue(queue); });
 }
 
+absl::StatusOr<std::vector<QueueRecord>> PostgresTransaction::ListQueues() {
+  return Guarded([&] { return tables_.ListQueues(); });
+}
+
+absl::Status PostgresTransaction::SetQueuePaused(std::string_view name,
+                                                 bool paused) {
+  return Guarded([&] { return tables_.SetQueuePaused(name, paused); });
+}
+
 absl::Status PostgresTransaction::InsertRuns(std::span<RunRecord> runs) {
   return Guarded([&] { return tables_.InsertRuns(runs); });
 }
@@ -131,21 +140,15 @@ absl::StatusOr<std::vector<int>> PostgresTransaction::AddRunRemainingSteps(
 
 absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRuns(
     const RunQuery& query, Fields fields) {
-  (void)fields;
-  if (query.flow_slugs.size() > 1 || !query.statuses.empty() ||
-      !query.metadata.is_null() || !query.newest_first || query.from ||
-      query.to || query.after ||
-      query.order_by != RunQuery::OrderBy::kStartedAt) {
-    return absl::UnimplementedError("ListRuns with these filters");
-  }
-  return ListRunsOfFlow(
-      query.flow_slugs.empty() ? std::string_view() : query.flow_slugs[0],
-      query.limit);
+  return Guarded([&] { return tables_.ListRuns(query, fields); });
 }
 
-absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRunsOfFlow(
-    std::string_view flow_slug, int limit) {
-  return Guarded([&] { return tables_.ListRuns(flow_slug, limit); });
+absl::StatusOr<std::vector<std::optional<RunRecord>>>
+PostgresTransaction::FindRunsByKey(std::string_view flow_slug,
+                                   std::span<const std::string> external_keys,
+                                   Fields fields) {
+  return Guarded(
+      [&] { return tables_.FindRunsByKey(flow_slug, external_keys, fields); });
 }
 
 absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::FindFinishedRuns(
@@ -223,6 +226,40 @@ absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::FindStalledTasks(
   return Guarded([&] { return tables_.FindStalledTasks(now, limit, fields); });
 }
 
+absl::StatusOr<QueueCounts> PostgresTransaction::CountTasks(
+    std::string_view queue, absl::Time now) {
+  return Guarded([&] { return tables_.CountTasks(queue, now); });
+}
+
+absl::Status PostgresTransaction::AppendAttempts(
+    std::span<const AttemptRecord> attempts) {
+  return Guarded([&] { return tables_.AppendAttempts(attempts); });
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> PostgresTransaction::ListAttempts(
+    const RunId& run_id) {
+  return Guarded([&] { return tables_.ListAttempts(run_id); });
+}
+
+absl::StatusOr<std::optional<DedupeRecord>> PostgresTransaction::GetDedupe(
+    std::string_view flow_slug, std::string_view key) {
+  return Guarded([&] { return tables_.GetDedupe(flow_slug, key); });
+}
+
+absl::Status PostgresTransaction::PutDedupe(const DedupeRecord& entry) {
+  return Guarded([&] { return tables_.PutDedupe(entry); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::DeleteDedupe(
+    std::string_view flow_slug, std::string_view key, const RunId& run_id) {
+  return Guarded([&] { return tables_.DeleteDedupe(flow_slug, key, run_id); });
+}
+
+absl::StatusOr<int> PostgresTransaction::DeleteExpiredDedupe(absl::Time now,
+                                                             int limit) {
+  return Guarded([&] { return tables_.DeleteExpiredDedupe(now, limit); });
+}
+
 absl::StatusOr<std::vector<int64_t>> PostgresTransaction::AppendReports(
     std::span<const OutboxReport> reports) {
   return Guarded([&] { return tables_.AppendReports(reports); });
@@ -260,6 +297,11 @@ absl::StatusOr<std::vector<MessageRecord>> PostgresTransaction::ReadMessages(
 absl::Status PostgresTransaction::SetVisibility(
     std::string_view queue, std::span<const VisibilityUpdate> updates) {
   return Guarded([&] { return tables_.SetVisibility(queue, updates); });
+}
+
+absl::StatusOr<std::optional<absl::Time>> PostgresTransaction::NextVisibleAt(
+    std::string_view queue, absl::Time now) {
+  return Guarded([&] { return tables_.NextVisibleAt(queue, now); });
 }
 
 absl::Status PostgresTransaction::ArchiveMessages(

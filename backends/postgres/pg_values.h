@@ -28,6 +28,13 @@
 
 namespace sluice::postgres_internal {
 
+// `value`, or nullopt for JSON null: nullable JSON columns keep JSON null
+// as SQL NULL.
+inline std::optional<sluice::Json> NullIsAbsent(const sluice::Json& value) {
+  if (value.is_null()) return std::nullopt;
+  return value;
+}
+
 // Microseconds are kept; anything finer is dropped (rounded down).
 std::string FormatTimestamp(absl::Time time);
 // Parses FormatTimestamp()'s shape, with or without fractional digits, and
