@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "boost/json.hpp"
+#include "flow_shape_sharing.h"
 #include "sluice/flow.h"
 
 namespace sluice {
@@ -90,6 +91,7 @@ Json FlowShape::ToJson() const {
   options_json["max_attempts"] = options.max_attempts;
   options_json["base_delay_us"] = DurationJson(options.base_delay);
   options_json["timeout_us"] = DurationJson(options.timeout);
+  PutSharingOptions(*this, options_json);
   root["options"] = std::move(options_json);
   json::array steps_json;
   for (const StepShape& step : steps) {
@@ -130,6 +132,7 @@ absl::StatusOr<FlowShape> FlowShape::FromJson(const Json& value) {
   shape.options.max_attempts = static_cast<int>(*attempts);
   shape.options.base_delay = absl::Microseconds(*base);
   shape.options.timeout = absl::Microseconds(*timeout);
+  if (absl::Status s = ReadSharingOptions(root, o, shape); !s.ok()) return s;
 
   const json::value* steps = root.if_contains("steps");
   if (steps == nullptr || !steps->is_array()) return Corrupt("steps");
@@ -199,6 +202,7 @@ std::vector<std::string> FlowShape::DifferencesFrom(
                stored.options.timeout, duration);
   CompareField(out, "flow ", "queue mode", std::string(ToString(queue_mode)),
                std::string(ToString(stored.queue_mode)), plain);
+  CompareSharingOptions(*this, stored, out);
   if (steps.size() != stored.steps.size()) {
     out.push_back(StrCat("the flow has ", steps.size(),
                                " steps here but ", stored.steps.size(),
