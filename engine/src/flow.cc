@@ -4,10 +4,12 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "option_checks.h"
 #include "queue_name.h"
 #include "sluice/errors.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "sluice/job.h"
 #include "sluice/json.h"
 
 namespace sluice {
@@ -136,7 +138,9 @@ std::string_view ToString(Policy policy) {
   return "unknown";
 }
 
-std::string_view ToString(QueueMode) { return "flow"; }
+std::string_view ToString(QueueMode mode) {
+  return mode == QueueMode::kShared ? "shared" : "flow";
+}
 
 std::string_view ToString(BackoffKind kind) {
   return kind == BackoffKind::kFixed ? "fixed" : "exponential";
@@ -173,14 +177,25 @@ Flow::Flow(std::string slug, FlowOptions options) {
     first_error_ =
         CheckFlowOptions(StrCat("flow \"", shape_.slug, "\""), options);
   }
+  if (!shape_.options.queue.empty()) shape_.queue_mode = QueueMode::kShared;
+  std::string owner = StrCat("flow \"", shape_.slug, "\"");
   if (first_error_.ok()) {
-    std::string queue = queue_name::ForFlow(shape_.slug);
-    absl::Status s = queue_name::Validate(queue);
+    absl::Status s = queue_name::Validate(StepQueue());
     if (!s.ok()) {
-      first_error_ = absl::InvalidArgumentError(
-          StrCat("flow \"", shape_.slug, "\": ", s.message()));
+      first_error_ =
+          absl::InvalidArgumentError(StrCat(owner, ": ", s.message()));
     }
   }
+  if (first_error_.ok()) {
+    first_error_ = ValidatePriority(owner, options.priority);
+  }
+  if (first_error_.ok()) first_error_ = ValidateKeep(owner, options.keep);
+}
+
+std::string Flow::StepQueue() const {
+  return shape_.queue_mode == QueueMode::kShared
+             ? shape_.options.queue
+             : queue_name::ForFlow(shape_.slug);
 }
 
 Flow& Flow::Step(std::string slug, Handler handler) {
@@ -240,7 +255,7 @@ Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
   step.slug = std::move(slug);
   step.kind = kind;
   step.spec = std::move(spec);
-  step.queue_name = queue_name::ForFlow(shape_.slug);
+  step.queue_name = StepQueue();
   shape_.steps.push_back(std::move(step));
   handlers_.push_back(std::move(handler));
   return *this;

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "boost/json.hpp"
+#include "flow_shape_sharing.h"
 #include "sluice/flow.h"
 
 namespace sluice {
@@ -109,6 +110,7 @@ Json FlowShape::ToJson() const {
   if (options.backoff != BackoffKind::kExponential) {
     options_json["backoff"] = std::string(ToString(options.backoff));
   }
+  PutSharingOptions(*this, options_json);
   root["options"] = std::move(options_json);
   json::array steps_json;
   for (const StepShape& step : steps) {
@@ -153,6 +155,7 @@ absl::StatusOr<FlowShape> FlowShape::FromJson(const Json& value) {
       OptionalBackoff(o, "backoff");
   if (!backoff.ok()) return backoff.status();
   shape.options.backoff = backoff->value_or(BackoffKind::kExponential);
+  if (absl::Status s = ReadSharingOptions(root, o, shape); !s.ok()) return s;
 
   const json::value* steps = root.if_contains("steps");
   if (steps == nullptr || !steps->is_array()) return Corrupt("steps");
@@ -229,6 +232,7 @@ std::vector<std::string> FlowShape::DifferencesFrom(
                stored.options.backoff, kind);
   CompareField(out, "flow ", "queue mode", std::string(ToString(queue_mode)),
                std::string(ToString(stored.queue_mode)), plain);
+  CompareSharingOptions(*this, stored, out);
   if (steps.size() != stored.steps.size()) {
     out.push_back(StrCat("the flow has ", steps.size(),
                                " steps here but ", stored.steps.size(),

@@ -45,7 +45,8 @@ enum class Policy {
 
 // How a flow's tasks map onto physical queues.
 enum class QueueMode {
-  kFlow,  // every step uses one queue named lower(flow slug)
+  kFlow,    // every step uses one queue named lower(flow slug), owned by it
+  kShared,  // every step uses FlowOptions::queue, which any flow may share
 };
 
 std::string_view ToString(StepKind kind);
@@ -63,12 +64,36 @@ struct Backoff {
   absl::Duration delay = absl::Seconds(5);
 };
 
+// How long to keep ended runs of one outcome: the newest `count`, and/or
+// those that ended within `age`. Unset keeps everything.
+struct KeepRule {
+  std::optional<int> count;           // >= 0
+  std::optional<absl::Duration> age;  // >= 0
+
+  friend bool operator==(const KeepRule&, const KeepRule&) = default;
+};
+struct Keep {
+  KeepRule completed;
+  KeepRule failed;
+  KeepRule cancelled;
+
+  friend bool operator==(const Keep&, const Keep&) = default;
+};
+
 // Flow-wide defaults; a step may override each.
 struct FlowOptions {
   int max_attempts = 3;                          // total attempts, >= 1
   absl::Duration base_delay = absl::Seconds(5);  // retry backoff base, >= 0
   absl::Duration timeout = absl::Seconds(60);    // task lease, > 0
   BackoffKind backoff = BackoffKind::kExponential;
+  // Empty: the flow's own queue, lower(slug). Otherwise every step uses this
+  // shared queue (a queue name: [a-z0-9_], at most 47 characters), which
+  // jobs and other flows may use too, so one worker can serve them all.
+  std::string queue;
+  // The default priority of the flow's runs, in [kMinPriority, kMaxPriority].
+  int priority = 0;
+  // Retention of the flow's ended runs (applied by workers' sweeps).
+  Keep keep;
 };
 
 struct StepSpec {
@@ -155,6 +180,8 @@ class Flow {
 
  private:
   Flow& Add(std::string slug, StepKind kind, StepSpec spec, Handler handler);
+  // The queue every step uses (see QueueMode).
+  std::string StepQueue() const;
 
   FlowShape shape_;
   std::vector<Handler> handlers_;

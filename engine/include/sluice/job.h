@@ -30,17 +30,7 @@ inline constexpr int kMaxPriority = 1000;
 // A dedupe key or external id is at most this many bytes.
 inline constexpr size_t kMaxKeyBytes = 512;
 
-// How long to keep ended runs of one outcome: the newest `count`, and/or
-// those that ended within `age`. Unset keeps everything.
-struct KeepRule {
-  std::optional<int> count;
-  std::optional<absl::Duration> age;
-};
-struct Keep {
-  KeepRule completed;
-  KeepRule failed;
-  KeepRule cancelled;
-};
+// Keep and KeepRule (retention) are declared in sluice/flow.h.
 
 // Dedupe by (job or flow, key). Pending mode (no ttl): a new item with the
 // key is a duplicate while the keyed run is unfinished. Throttle (ttl): a
