@@ -1,5 +1,6 @@
 #include "catalog.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "sluice/internal/strings.h"
@@ -47,6 +48,17 @@ absl::Status Catalog::CreateQueue(const QueueRecord& queue, UndoLog& undo) {
   it->second = std::make_unique<MessageQueue>(queue);
   undo.Add(undo::QueueCreated{.name = queue.name});
   return absl::OkStatus();
+}
+
+std::vector<QueueRecord> Catalog::ListQueues() const {
+  std::vector<QueueRecord> queues;
+  queues.reserve(queues_.size());
+  for (const auto& [name, queue] : queues_) queues.push_back(queue->record());
+  std::sort(queues.begin(), queues.end(),
+            [](const QueueRecord& a, const QueueRecord& b) {
+              return a.name < b.name;
+            });
+  return queues;
 }
 
 void Catalog::UpsertWorker(const WorkerRecord& worker, UndoLog& undo) {

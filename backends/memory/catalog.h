@@ -37,6 +37,8 @@ class Catalog {
   const MessageQueue* FindQueue(std::string_view name) const;
   // kAlreadyExists if the queue exists.
   absl::Status CreateQueue(const QueueRecord& queue, UndoLog& undo);
+  // Every queue's registry entry, by name.
+  std::vector<QueueRecord> ListQueues() const;
 
   // Inserts or replaces the whole record.
   void UpsertWorker(const WorkerRecord& worker, UndoLog& undo);

@@ -19,6 +19,9 @@ class Reverter {
   void operator()(const undo::QueueCreated& e) {
     store_.catalog.UndoCreateQueue(e.name);
   }
+  void operator()(const undo::QueuePausedSet& e) {
+    e.queue->UndoSetPaused(e.was_paused);
+  }
   void operator()(const undo::WorkerUpserted&) {
     store_.catalog.UndoUpsertWorker(undo_.TakeSaved<SavedWorker>());
   }
@@ -59,6 +62,9 @@ class Reverter {
   void operator()(const undo::MessageVisibilityChanged& e) {
     e.queue->UndoVisibilityChange(e.message_id, e.visible_at, e.read_count);
   }
+  void operator()(const undo::MessageMovedToTail& e) {
+    e.queue->UndoMoveToTail(e.message_id, e.seq);
+  }
   void operator()(const undo::MessageArchived& e) {
     e.queue->UndoArchive(e.message_id);
   }
@@ -73,6 +79,12 @@ class Reverter {
   }
   void operator()(const undo::ReportTaken&) {
     store_.outbox.UndoTake(undo_.TakeSaved<OutboxReport>());
+  }
+  void operator()(const undo::AttemptAppended& e) {
+    store_.runs.UndoAppendAttempt(e.task, e.attempt);
+  }
+  void operator()(const undo::DedupeChanged&) {
+    store_.dedupe.Undo(undo_.TakeSaved<SavedDedupe>());
   }
 
  private:

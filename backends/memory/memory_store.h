@@ -4,6 +4,7 @@
 #define SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_
 
 #include "catalog.h"
+#include "dedupe_registry.h"
 #include "outbox.h"
 #include "run_table.h"
 #include "task_table.h"
@@ -17,6 +18,7 @@ struct MemoryStore {
   RunTable runs;  // runs and step states
   TaskTable tasks{runs};
   Outbox outbox;
+  DedupeRegistry dedupe;
 };
 
 // Makes the changes in `undo` final: frees the rows its deletions detached,

@@ -81,6 +81,22 @@ absl::Status MemoryTransaction::CreateQueue(const QueueRecord& queue) {
   return Apply([&] { return store().catalog.CreateQueue(queue, undo()); });
 }
 
+absl::StatusOr<std::vector<QueueRecord>> MemoryTransaction::ListQueues() {
+  return Apply([&]() -> absl::StatusOr<std::vector<QueueRecord>> {
+    return store().catalog.ListQueues();
+  });
+}
+
+absl::Status MemoryTransaction::SetQueuePaused(std::string_view name,
+                                               bool paused) {
+  return Apply([&]() -> absl::Status {
+    absl::StatusOr<MessageQueue*> found = FindQueue(name);
+    if (!found.ok()) return found.status();
+    (*found)->SetPaused(paused, undo());
+    return absl::OkStatus();
+  });
+}
+
 // --- Runs -------------------------------------------------------------------
 
 absl::Status MemoryTransaction::InsertRuns(std::span<RunRecord> runs) {
@@ -107,22 +123,17 @@ absl::StatusOr<std::vector<int>> MemoryTransaction::AddRunRemainingSteps(
 
 absl::StatusOr<std::vector<RunRecord>> MemoryTransaction::ListRuns(
     const RunQuery& query, Fields fields) {
-  (void)fields;
-  if (query.flow_slugs.size() > 1 || !query.statuses.empty() ||
-      !query.metadata.is_null() || !query.newest_first || query.from ||
-      query.to || query.after ||
-      query.order_by != RunQuery::OrderBy::kStartedAt) {
-    return absl::UnimplementedError("ListRuns with these filters");
-  }
-  return ListRunsOfFlow(
-      query.flow_slugs.empty() ? std::string_view() : query.flow_slugs[0],
-      query.limit);
+  return Apply([&]() -> absl::StatusOr<std::vector<RunRecord>> {
+    return store().runs.ListRuns(query, fields);
+  });
 }
 
-absl::StatusOr<std::vector<RunRecord>> MemoryTransaction::ListRunsOfFlow(
-    std::string_view flow_slug, int limit) {
-  return Apply([&]() -> absl::StatusOr<std::vector<RunRecord>> {
-    return store().runs.ListRuns(flow_slug, limit);
+absl::StatusOr<std::vector<std::optional<RunRecord>>>
+MemoryTransaction::FindRunsByKey(std::string_view flow_slug,
+                                 std::span<const std::string> external_keys,
+                                 Fields fields) {
+  return Apply([&]() -> absl::StatusOr<std::vector<std::optional<RunRecord>>> {
+    return store().runs.FindByKey(flow_slug, external_keys, fields);
   });
 }
 
@@ -223,6 +234,90 @@ absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::FindStalledTasks(
   });
 }
 
+absl::StatusOr<QueueCounts> MemoryTransaction::CountTasks(
+    std::string_view queue, absl::Time now) {
+  return Apply([&]() -> absl::StatusOr<QueueCounts> {
+    QueueCounts counts;
+    const MessageQueue* messages = store().catalog.FindQueue(queue);
+    store().tasks.ForEachTaskOfQueue(queue, [&](const TaskRecord& task) {
+      switch (task.status) {
+        case TaskStatus::kQueued: {
+          const std::optional<absl::Time> visible_at =
+              messages == nullptr ? std::nullopt
+                                  : messages->VisibleAtOf(task.message_id);
+          ++(visible_at.has_value() && *visible_at > now ? counts.delayed
+                                                         : counts.waiting);
+          break;
+        }
+        case TaskStatus::kStarted:
+          ++counts.active;
+          break;
+        case TaskStatus::kCompleted:
+          ++counts.completed;
+          break;
+        case TaskStatus::kFailed:
+          ++counts.failed;
+          break;
+        case TaskStatus::kSkipped:
+          ++counts.skipped;
+          break;
+        case TaskStatus::kCancelled:
+          ++counts.cancelled;
+          break;
+      }
+    });
+    return counts;
+  });
+}
+
+// --- Attempts ledger --------------------------------------------------------
+
+absl::Status MemoryTransaction::AppendAttempts(
+    std::span<const AttemptRecord> attempts) {
+  return Apply([&] { return store().runs.AppendAttempts(attempts, undo()); });
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> MemoryTransaction::ListAttempts(
+    const RunId& run_id) {
+  return Apply([&]() -> absl::StatusOr<std::vector<AttemptRecord>> {
+    return store().runs.ListAttempts(run_id);
+  });
+}
+
+// --- Dedupe registry --------------------------------------------------------
+
+absl::StatusOr<std::optional<DedupeRecord>> MemoryTransaction::GetDedupe(
+    std::string_view flow_slug, std::string_view key) {
+  // No lock to take: this transaction already excludes every other.
+  return Apply([&]() -> absl::StatusOr<std::optional<DedupeRecord>> {
+    const DedupeRecord* entry = store().dedupe.Find(flow_slug, key);
+    if (entry == nullptr) return std::nullopt;
+    return *entry;
+  });
+}
+
+absl::Status MemoryTransaction::PutDedupe(const DedupeRecord& entry) {
+  return Apply([&] {
+    store().dedupe.Put(entry, undo());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<bool> MemoryTransaction::DeleteDedupe(std::string_view flow_slug,
+                                                     std::string_view key,
+                                                     const RunId& run_id) {
+  return Apply([&]() -> absl::StatusOr<bool> {
+    return store().dedupe.Delete(flow_slug, key, run_id, undo());
+  });
+}
+
+absl::StatusOr<int> MemoryTransaction::DeleteExpiredDedupe(absl::Time now,
+                                                           int limit) {
+  return Apply([&]() -> absl::StatusOr<int> {
+    return store().dedupe.DeleteExpired(now, limit, undo());
+  });
+}
+
 // --- Outbox -----------------------------------------------------------------
 
 absl::StatusOr<std::vector<int64_t>> MemoryTransaction::AppendReports(
@@ -270,6 +365,15 @@ absl::StatusOr<std::vector<MessageRecord>> MemoryTransaction::ReadMessages(
     absl::StatusOr<MessageQueue*> found = FindQueue(queue);
     if (!found.ok()) return found.status();
     return (*found)->Read(now, limit, visible_until, fields, undo());
+  });
+}
+
+absl::StatusOr<std::optional<absl::Time>> MemoryTransaction::NextVisibleAt(
+    std::string_view queue, absl::Time now) {
+  return Apply([&]() -> absl::StatusOr<std::optional<absl::Time>> {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    return (*found)->NextVisibleAt(now);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -45,6 +46,8 @@ class MemoryTransaction final : public Transaction {
       std::string_view name) override;
   absl::StatusOr<bool> QueueExists(std::string_view name) override;
   absl::Status CreateQueue(const QueueRecord& queue) override;
+  absl::StatusOr<std::vector<QueueRecord>> ListQueues() override;
+  absl::Status SetQueuePaused(std::string_view name, bool paused) override;
 
   absl::Status InsertRuns(std::span<RunRecord> runs) override;
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
@@ -54,49 +57,9 @@ class MemoryTransaction final : public Transaction {
       std::span<const RunCounterDelta> deltas) override;
   absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
                                                   Fields fields) override;
-  // --- Interface v4 (jobs): TODO, each returns kUnimplemented for now.
   absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
-      std::string_view, std::span<const std::string>, Fields) override {
-    return absl::UnimplementedError("FindRunsByKey");
-  }
-  absl::StatusOr<QueueCounts> CountTasks(std::string_view,
-                                         absl::Time) override {
-    return absl::UnimplementedError("CountTasks");
-  }
-  absl::Status AppendAttempts(std::span<const AttemptRecord>) override {
-    return absl::UnimplementedError("AppendAttempts");
-  }
-  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
-      const RunId&) override {
-    return absl::UnimplementedError("ListAttempts");
-  }
-  absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
-      std::string_view, std::string_view) override {
-    return absl::UnimplementedError("GetDedupe");
-  }
-  absl::Status PutDedupe(const DedupeRecord&) override {
-    return absl::UnimplementedError("PutDedupe");
-  }
-  absl::StatusOr<bool> DeleteDedupe(std::string_view, std::string_view,
-                                    const RunId&) override {
-    return absl::UnimplementedError("DeleteDedupe");
-  }
-  absl::StatusOr<int> DeleteExpiredDedupe(absl::Time, int) override {
-    return absl::UnimplementedError("DeleteExpiredDedupe");
-  }
-  absl::StatusOr<std::vector<QueueRecord>> ListQueues() override {
-    return absl::UnimplementedError("ListQueues");
-  }
-  absl::Status SetQueuePaused(std::string_view, bool) override {
-    return absl::UnimplementedError("SetQueuePaused");
-  }
-  absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(std::string_view,
-                                                          absl::Time) override {
-    return absl::UnimplementedError("NextVisibleAt");
-  }
-  // TODO(v4): the old one-flow listing, until ListRuns(query) is built.
-  absl::StatusOr<std::vector<RunRecord>> ListRunsOfFlow(
-      std::string_view flow_slug, int limit);
+      std::string_view flow_slug, std::span<const std::string> external_keys,
+      Fields fields) override;
   absl::StatusOr<std::vector<RunRecord>> FindFinishedRuns(
       absl::Time finished_before, int limit) override;
   absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) override;
@@ -123,8 +86,22 @@ class MemoryTransaction final : public Transaction {
       const RunId& run_id) override;
   absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) override;
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
+                                         absl::Time now) override;
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       absl::Time now, int limit, Fields fields) override;
+
+  absl::Status AppendAttempts(std::span<const AttemptRecord> attempts) override;
+  absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(
+      const RunId& run_id) override;
+
+  absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
+      std::string_view flow_slug, std::string_view key) override;
+  absl::Status PutDedupe(const DedupeRecord& entry) override;
+  absl::StatusOr<bool> DeleteDedupe(std::string_view flow_slug,
+                                    std::string_view key,
+                                    const RunId& run_id) override;
+  absl::StatusOr<int> DeleteExpiredDedupe(absl::Time now, int limit) override;
 
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports) override;
@@ -140,6 +117,8 @@ class MemoryTransaction final : public Transaction {
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields fields) override;
+  absl::StatusOr<std::optional<absl::Time>> NextVisibleAt(
+      std::string_view queue, absl::Time now) override;
   absl::Status SetVisibility(
       std::string_view queue,
       std::span<const VisibilityUpdate> updates) override;

@@ -1,6 +1,8 @@
 // One physical queue of the memory backend, with pgmq's semantics: per-queue
-// increasing message ids, reads that take visible messages in id order and
-// hide them until a given time, and an archive.
+// increasing message ids, reads that take visible messages in claim order
+// (priority desc, then a FIFO sequence number) and hide them until a given
+// time, and an archive. The queue's registry entry (QueueRecord) lives here
+// too, paused flag included.
 #ifndef SLUICE_BACKENDS_MEMORY_MESSAGE_QUEUE_H_
 #define SLUICE_BACKENDS_MEMORY_MESSAGE_QUEUE_H_
 
@@ -22,13 +24,19 @@
 namespace sluice::memory {
 
 // Live messages are split by a horizon, the `now` of the latest read: those
-// visible at the horizon sit in an id-ordered set, the others in a
-// (visible_at, id)-ordered set. A read at `now` first moves the horizon to
-// `now` (promoting the messages that have become visible since), then takes
-// the lowest ids. Each message costs O(log n) per change however deep the
-// queue is. Only a read whose `now` is earlier than the previous read's scans
-// the visible set (to hide again what is not visible yet); engine clocks do
-// not go back, so that is the tests' path, not the hot one.
+// visible at the horizon sit in a set ordered by claim order, (priority desc,
+// seq asc), the others in a (visible_at, id)-ordered set. A read at `now`
+// first moves the horizon to `now` (promoting the messages that have become
+// visible since), then takes the first in claim order. Each message costs
+// O(log n) per change however deep the queue is, and a read never looks at
+// a message that is still hidden. Only a call whose `now` is earlier than
+// the previous one's scans the visible set (to hide again what is not
+// visible yet); engine clocks do not go back, so that is the tests' path,
+// not the hot one.
+//
+// Sequence numbers come from a per-queue counter: a send takes one per
+// message, a move to the tail takes the next one. A rollback gives them back
+// (undoing newest first leaves the counter where the change found it).
 //
 // Every change records its undo in the given UndoLog. Not thread-safe: the
 // store's lock guards it.
@@ -39,23 +47,34 @@ class MessageQueue {
   MessageQueue& operator=(const MessageQueue&) = delete;
 
   const QueueRecord& record() const { return record_; }
+  // Sets the registry entry's paused flag.
+  void SetPaused(bool paused, UndoLog& undo);
 
-  // Appends `messages` in order with enqueued_at = now, moving their bodies;
-  // returns their ids.
+  // Appends `messages` in order with enqueued_at = now and increasing
+  // sequence numbers, moving their bodies; returns their ids.
   std::vector<int64_t> Send(std::span<OutgoingMessage> messages, absl::Time now,
                             UndoLog& undo);
-  // Takes up to `limit` messages with visible_at <= now, lowest ids first;
-  // sets each one's visible_at to `visible_until` and adds 1 to its
-  // read_count. Bodies are left empty with kNoPayloads.
+  // Takes up to `limit` messages with visible_at <= now in claim order; sets
+  // each one's visible_at to `visible_until` and adds 1 to its read_count.
+  // None while paused. Bodies are left empty with kNoPayloads.
   std::vector<MessageRecord> Read(absl::Time now, int limit,
                                   absl::Time visible_until, Fields fields,
                                   UndoLog& undo);
-  // Sets visible_at of the live messages named; skips other ids.
+  // Sets visible_at of the live messages named (and with to_tail, a new
+  // sequence number, after every other); skips other ids.
   void SetVisibility(std::span<const VisibilityUpdate> updates, UndoLog& undo);
+  // The earliest visible_at after `now` among live messages, if any.
+  std::optional<absl::Time> NextVisibleAt(absl::Time now);
   // Moves the live messages named to the archive; skips other ids.
   void Archive(std::span<const int64_t> message_ids, absl::Time now,
                UndoLog& undo);
   std::optional<MessageLocation> Lookup(int64_t message_id) const;
+  // The visible_at of a live message; nullopt if the id is not live.
+  std::optional<absl::Time> VisibleAtOf(int64_t message_id) const {
+    auto it = live_.find(message_id);
+    if (it == live_.end()) return std::nullopt;
+    return it->second.visible_at;
+  }
   // Deletes a message, live or archived; skips an id that is neither. An
   // archived one is detached (undo_log.h).
   void Delete(int64_t message_id, UndoLog& undo);
@@ -67,30 +86,53 @@ class MessageQueue {
   void UndoSend(int64_t first_id);
   void UndoVisibilityChange(int64_t message_id, absl::Time visible_at,
                             int read_count);
+  void UndoMoveToTail(int64_t message_id, int64_t seq);
+  void UndoSetPaused(bool was_paused) { record_.paused = was_paused; }
   void UndoArchive(int64_t message_id);
   void UndoDelete(SavedMessage saved);
   void UndoDeleteArchived(int64_t message_id, ArchivedMessage& row);
 
  private:
   using HiddenKey = std::pair<absl::Time, int64_t>;  // (visible_at, id)
+  // A visible message's place in claim order. Sequence numbers are unique
+  // within a queue; the id only makes the key whole.
+  struct ClaimKey {
+    int priority = 0;
+    int64_t seq = 0;
+    int64_t message_id = 0;
+  };
+  struct ClaimOrder {
+    bool operator()(const ClaimKey& a, const ClaimKey& b) const {
+      if (a.priority != b.priority) return a.priority > b.priority;
+      if (a.seq != b.seq) return a.seq < b.seq;
+      return a.message_id < b.message_id;
+    }
+  };
 
   static MessageRecord ToRecord(int64_t message_id,
                                 const QueuedMessage& message, Fields fields);
-  // Adds `message_id` to the index its visible_at belongs in, or removes it.
-  void Index(int64_t message_id, absl::Time visible_at);
-  void Unindex(int64_t message_id, absl::Time visible_at);
+  static ClaimKey ClaimKeyOf(int64_t message_id, const QueuedMessage& message) {
+    return {message.priority, message.seq, message_id};
+  }
+  // Adds a live message to the index its visible_at belongs in, or removes
+  // it. REQUIRES: the message's fields are those it is indexed under.
+  void Index(int64_t message_id, const QueuedMessage& message);
+  void Unindex(int64_t message_id, const QueuedMessage& message);
   void MoveHorizon(absl::Time now);
   // Changes a live message's visible_at, keeping the indexes in step.
   void Reschedule(int64_t message_id, QueuedMessage& message,
                   absl::Time visible_at);
+  // Changes a live message's sequence number, keeping the indexes in step.
+  void Resequence(int64_t message_id, QueuedMessage& message, int64_t seq);
 
   QueueRecord record_;
   int64_t next_id_ = 1;
+  int64_t next_seq_ = 1;
   absl::flat_hash_map<int64_t, QueuedMessage> live_;
-  // Invariant: visible_ids_ holds exactly the live messages with visible_at
-  // <= horizon_, hidden_ the others.
+  // Invariant: visible_ holds exactly the live messages with visible_at <=
+  // horizon_, hidden_ the others.
   absl::Time horizon_ = absl::InfinitePast();
-  absl::btree_set<int64_t> visible_ids_;
+  absl::btree_set<ClaimKey, ClaimOrder> visible_;
   absl::btree_set<HiddenKey> hidden_;
   // Archived rows sit in an arena: archiving adds one per message, and only
   // deleting the message's run (or a rollback) removes it.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "absl/container/inlined_vector.h"
 #include "absl/time/time.h"
@@ -29,6 +30,9 @@ struct RunEntry {
   RunRecord run;
   uint64_t sequence = 0;                    // insert order, breaks ties
   absl::InlinedVector<StepEntry, 1> steps;  // by step index
+  // The attempts ledger, by (step, task, attempt). Usually empty or short:
+  // a vector costs one pointer-sized word when empty.
+  std::vector<AttemptRecord> attempts;
 };
 
 // A task (TaskTable).
@@ -41,8 +45,12 @@ struct TaskRow {
 // (MessageQueue).
 struct QueuedMessage {
   int read_count = 0;
+  int priority = 0;  // claim order: higher first
   absl::Time enqueued_at;
   absl::Time visible_at;
+  // Claim order within a priority: lower first. Given at send, increasing in
+  // send order; a move to the tail gives a new one (MessageQueue).
+  int64_t seq = 0;
   Json body;
 };
 

@@ -1,5 +1,8 @@
 #include "run_table.h"
 
+#include <algorithm>
+#include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/base/macros.h"
@@ -20,7 +23,21 @@ bool IsFinished(const RunRecord& run) {
   return IsTerminal(run.status) && run.finished_at.has_value();
 }
 
-RunRecord CopyOf(const RunRecord& run, Fields fields) {
+bool AttemptLess(const AttemptRecord& a, const AttemptRecord& b) {
+  return std::tie(a.task.step_index, a.task.task_index, a.attempt) <
+         std::tie(b.task.step_index, b.task.task_index, b.attempt);
+}
+
+std::string DescribeAttempt(const AttemptRecord& attempt) {
+  return StrCat("attempt ", attempt.attempt, " of task (run ",
+                attempt.task.run_id.ToString(), ", step ",
+                attempt.task.step_index, ", task ", attempt.task.task_index,
+                ")");
+}
+
+}  // namespace
+
+RunRecord CopyOfRun(const RunRecord& run, Fields fields) {
   if (fields == Fields::kAll) return run;
   return RunRecord{.run_id = run.run_id,
                    .flow_slug = run.flow_slug,
@@ -28,16 +45,25 @@ RunRecord CopyOf(const RunRecord& run, Fields fields) {
                    .remaining_steps = run.remaining_steps,
                    .error = run.error,
                    .started_at = run.started_at,
-                   .finished_at = run.finished_at};
+                   .finished_at = run.finished_at,
+                   .priority = run.priority,
+                   .external_key = run.external_key,
+                   .metadata = run.metadata,
+                   .options = run.options,
+                   .cancel_requested = run.cancel_requested};
 }
-
-}  // namespace
 
 // --- Runs --------------------------------------------------------------------
 
 absl::Status RunTable::InsertRuns(std::span<RunRecord> runs, UndoLog& undo) {
   by_id_.reserve(by_id_.size() + runs.size());
   for (RunRecord& run : runs) {
+    if (!run.external_key.empty() &&
+        FindByKey(run.flow_slug, run.external_key) != nullptr) {
+      return absl::AlreadyExistsError(
+          StrCat("a run of flow \"", run.flow_slug, "\" with external key \"",
+                 run.external_key, "\" already exists"));
+    }
     auto [it, inserted] = by_id_.try_emplace(run.run_id, nullptr);
     if (!inserted) {
       return absl::AlreadyExistsError(
@@ -61,7 +87,7 @@ std::vector<std::optional<RunRecord>> RunTable::GetRuns(
     if (entry == nullptr) {
       found.emplace_back();
     } else {
-      found.emplace_back(CopyOf(entry->run, fields));
+      found.emplace_back(CopyOfRun(entry->run, fields));
     }
   }
   return found;
@@ -101,37 +127,20 @@ absl::StatusOr<std::vector<int>> RunTable::AddRemainingSteps(
   return values;
 }
 
-std::vector<RunRecord> RunTable::ListRuns(std::string_view flow_slug,
-                                          int limit) const {
-  if (limit <= 0) return {};
-  const size_t max = static_cast<size_t>(limit);
-  std::vector<ListKey> newest;
-  // Appends the first `limit` keys of `index`.
-  auto take_newest = [&](const ListIndex& index) {
-    size_t taken = 0;
-    for (auto it = index.begin(); it != index.end() && taken < max; ++it) {
-      newest.push_back(*it);
-      ++taken;
-    }
-  };
-  if (!flow_slug.empty()) {
-    auto it = by_flow_.find(ToAbsl(flow_slug));
-    if (it != by_flow_.end()) take_newest(it->second);
-  } else {
-    // Each flow's index is in order, so the newest `limit` overall are among
-    // the newest `limit` of each flow: merge those.
-    for (const auto& [slug, index] : by_flow_) {
-      const size_t merged = newest.size();
-      take_newest(index);
-      std::inplace_merge(newest.begin(), newest.begin() + merged, newest.end(),
-                         NewestFirst());
-      newest.resize(std::min(newest.size(), max));
+std::vector<std::optional<RunRecord>> RunTable::FindByKey(
+    std::string_view flow_slug, std::span<const std::string> external_keys,
+    Fields fields) const {
+  std::vector<std::optional<RunRecord>> found;
+  found.reserve(external_keys.size());
+  for (const std::string& key : external_keys) {
+    const RunEntry* entry = FindByKey(flow_slug, key);
+    if (entry == nullptr) {
+      found.emplace_back();
+    } else {
+      found.emplace_back(CopyOfRun(entry->run, fields));
     }
   }
-  std::vector<RunRecord> runs;
-  runs.reserve(newest.size());
-  for (const ListKey& key : newest) runs.push_back(FindEntry(key.run_id)->run);
-  return runs;
+  return found;
 }
 
 std::vector<RunRecord> RunTable::FindFinished(absl::Time finished_before,
@@ -142,10 +151,52 @@ std::vector<RunRecord> RunTable::FindFinished(absl::Time finished_before,
        it != finished_.end() && it->first.first < finished_before &&
        runs.size() < static_cast<size_t>(limit);
        ++it) {
-    runs.push_back(CopyOf(it->second->run, Fields::kNoPayloads));
+    runs.push_back(CopyOfRun(it->second->run, Fields::kNoPayloads));
   }
   return runs;
 }
+
+// --- Attempts ledger ---------------------------------------------------------
+
+absl::Status RunTable::AppendAttempts(std::span<const AttemptRecord> attempts,
+                                      UndoLog& undo) {
+  for (const AttemptRecord& attempt : attempts) {
+    RunEntry* entry = FindEntry(attempt.task.run_id);
+    if (entry == nullptr) {
+      return absl::NotFoundError(StrCat(DescribeAttempt(attempt),
+                                        " belongs to no run: insert the run "
+                                        "first"));
+    }
+    std::vector<AttemptRecord>& ledger = entry->attempts;
+    // Attempts usually come in order: the place is then the end.
+    auto at =
+        std::lower_bound(ledger.begin(), ledger.end(), attempt, AttemptLess);
+    if (at != ledger.end() && !AttemptLess(attempt, *at)) {
+      return absl::AlreadyExistsError(
+          StrCat(DescribeAttempt(attempt), " is already in the ledger"));
+    }
+    ledger.insert(at, attempt);
+    undo.Add(undo::AttemptAppended{.task = attempt.task,
+                                   .attempt = attempt.attempt});
+  }
+  return absl::OkStatus();
+}
+
+std::vector<AttemptRecord> RunTable::ListAttempts(const RunId& run_id) const {
+  const RunEntry* entry = FindEntry(run_id);
+  if (entry == nullptr) return {};
+  return entry->attempts;
+}
+
+void RunTable::UndoAppendAttempt(const TaskKey& task, int attempt) {
+  std::vector<AttemptRecord>& ledger = FindEntry(task.run_id)->attempts;
+  auto at = std::lower_bound(ledger.begin(), ledger.end(),
+                             AttemptRecord{.task = task, .attempt = attempt},
+                             AttemptLess);
+  ledger.erase(at);
+}
+
+// --- Deletion ----------------------------------------------------------------
 
 void RunTable::DeleteRun(const RunId& run_id, UndoLog& undo) {
   auto it = by_id_.find(run_id);
@@ -175,6 +226,7 @@ void RunTable::UndoUpdateRun(const RunId& run_id, SavedRunFields saved) {
   stored.output = std::move(saved.output);
   stored.error = std::move(saved.error);
   stored.finished_at = saved.finished_at;
+  stored.cancel_requested = saved.cancel_requested;
   IndexFinished(entry);
 }
 
@@ -190,27 +242,44 @@ void RunTable::UndoDeleteRun(RunEntry& entry) {
 // --- Indexes -----------------------------------------------------------------
 
 void RunTable::Index(RunEntry& entry) {
-  by_flow_[entry.run.flow_slug].insert(
-      {entry.run.started_at, entry.sequence, entry.run.run_id});
+  const RunRecord& run = entry.run;
+  by_flow_[run.flow_slug].started.try_emplace({run.started_at, run.run_id},
+                                              &entry);
+  if (!run.external_key.empty()) {
+    by_key_[run.flow_slug].try_emplace(run.external_key, &entry);
+  }
   IndexFinished(entry);
 }
 
 void RunTable::Unindex(const RunEntry& entry) {
-  auto flow_it = by_flow_.find(entry.run.flow_slug);
-  flow_it->second.erase({entry.run.started_at, entry.sequence, {}});
-  if (flow_it->second.empty()) by_flow_.erase(flow_it);
+  const RunRecord& run = entry.run;
   UnindexFinished(entry);
+  auto flow_it = by_flow_.find(run.flow_slug);
+  flow_it->second.started.erase({run.started_at, run.run_id});
+  if (flow_it->second.started.empty()) by_flow_.erase(flow_it);
+  if (!run.external_key.empty()) {
+    auto keys_it = by_key_.find(run.flow_slug);
+    keys_it->second.erase(run.external_key);
+    if (keys_it->second.empty()) by_key_.erase(keys_it);
+  }
 }
 
 void RunTable::IndexFinished(RunEntry& entry) {
-  if (IsFinished(entry.run)) {
-    finished_.try_emplace({*entry.run.finished_at, entry.sequence}, &entry);
+  const RunRecord& run = entry.run;
+  if (IsFinished(run)) {
+    finished_.try_emplace({*run.finished_at, entry.sequence}, &entry);
+    by_flow_[run.flow_slug].finished.try_emplace({*run.finished_at, run.run_id},
+                                                 &entry);
   }
 }
 
 void RunTable::UnindexFinished(const RunEntry& entry) {
-  if (IsFinished(entry.run)) {
-    finished_.erase({*entry.run.finished_at, entry.sequence});
+  const RunRecord& run = entry.run;
+  if (IsFinished(run)) {
+    finished_.erase({*run.finished_at, entry.sequence});
+    // The flow's entry stays while it lists the run as started.
+    by_flow_.find(run.flow_slug)
+        ->second.finished.erase({*run.finished_at, run.run_id});
   }
 }
 
@@ -221,11 +290,13 @@ SavedRunFields RunTable::ExchangeMutableFields(RunEntry& entry,
   SavedRunFields saved{.status = stored.status,
                        .output = std::move(stored.output),
                        .error = std::move(stored.error),
-                       .finished_at = stored.finished_at};
+                       .finished_at = stored.finished_at,
+                       .cancel_requested = stored.cancel_requested};
   stored.status = next.status;
   stored.output = Stored(std::move(next.output));
   stored.error = std::move(next.error);
   stored.finished_at = next.finished_at;
+  stored.cancel_requested = next.cancel_requested;
   IndexFinished(entry);
   return saved;
 }
@@ -240,6 +311,15 @@ RunEntry* RunTable::FindEntry(const RunId& run_id) {
 const RunEntry* RunTable::FindEntry(const RunId& run_id) const {
   auto it = by_id_.find(run_id);
   return it == by_id_.end() ? nullptr : it->second;
+}
+
+const RunEntry* RunTable::FindByKey(std::string_view flow_slug,
+                                    std::string_view external_key) const {
+  if (external_key.empty()) return nullptr;
+  auto keys_it = by_key_.find(ToAbsl(flow_slug));
+  if (keys_it == by_key_.end()) return nullptr;
+  auto it = keys_it->second.find(ToAbsl(external_key));
+  return it == keys_it->second.end() ? nullptr : it->second;
 }
 
 }  // namespace sluice::memory

@@ -9,12 +9,10 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "absl/container/btree_map.h"
-#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -33,14 +31,19 @@ namespace sluice::memory {
 // run's tasks by task index (rows owned by TaskTable). A step's tasks are
 // normally created in index order, so keeping them sorted is an append.
 //
-// As with a foreign key, step states and tasks can only be added to a run
-// that exists, and a run is deleted right after its tasks (DeleteRun). Each run
-// gets a sequence number when inserted; it breaks ties the way the SQLite
-// backend does (its `seq` column): ListRuns lists newest first by started_at,
-// then by descending sequence (the later insert is the newer run);
-// FindFinishedRuns lists earliest first by finished_at, then by sequence; and
-// TaskTable orders stalled tasks by (stall_at, run sequence, step, task).
-// Neither started_at nor the sequence changes after insert.
+// As with a foreign key, step states, tasks and ledger entries can only be
+// added to a run that exists, and a run is deleted right after its tasks
+// (DeleteRun); its ledger goes with its entry. Each run gets a sequence
+// number when inserted; it breaks ties the way the SQLite backend does (its
+// `seq` column): FindFinishedRuns lists earliest first by finished_at, then
+// by sequence; and TaskTable orders stalled tasks by (stall_at, run
+// sequence, step, task). ListRuns breaks ties by run id, as the interface
+// says: per flow, runs are indexed by (started_at, run id) and ended runs by
+// (finished_at, run id), and a listing merges the indexes of the flows it
+// asks for (run_table_list.cc). Neither started_at nor the sequence changes
+// after insert.
+//
+// External keys are unique per flow: an index maps (flow, key) to the run.
 //
 // Every change records its undo in the given UndoLog. Not thread-safe: the
 // store's lock guards it.
@@ -48,21 +51,26 @@ class RunTable {
  public:
   // --- Runs ---------------------------------------------------------------
 
-  // Moves from `runs`. Stops at the first run whose id exists
-  // (kAlreadyExists); the caller rolls back those inserted before it.
+  // Moves from `runs`. Stops at the first run whose id, or whose non-empty
+  // (flow_slug, external_key), exists (kAlreadyExists); the caller rolls
+  // back those inserted before it.
   absl::Status InsertRuns(std::span<RunRecord> runs, UndoLog& undo);
   // One entry per id, in order.
   std::vector<std::optional<RunRecord>> GetRuns(std::span<const RunId> run_ids,
                                                 Fields fields) const;
   bool Contains(const RunId& run_id) const { return by_id_.contains(run_id); }
-  // Writes status, output, error and finished_at. Stops at the first run
-  // that does not exist (kNotFound).
+  // Writes status, output, error, finished_at and cancel_requested. Stops at
+  // the first run that does not exist (kNotFound).
   absl::Status UpdateRuns(std::span<RunRecord> runs, UndoLog& undo);
   // Stops at the first run that does not exist (kNotFound).
   absl::StatusOr<std::vector<int>> AddRemainingSteps(
       std::span<const RunCounterDelta> deltas, UndoLog& undo);
-  // Runs of `flow_slug` (all flows if empty), newest first, at most `limit`.
-  std::vector<RunRecord> ListRuns(std::string_view flow_slug, int limit) const;
+  // See Transaction::ListRuns (run_table_list.cc).
+  std::vector<RunRecord> ListRuns(const RunQuery& query, Fields fields) const;
+  // One entry per key, in order; nullopt where no run of `flow_slug` has it.
+  std::vector<std::optional<RunRecord>> FindByKey(
+      std::string_view flow_slug, std::span<const std::string> external_keys,
+      Fields fields) const;
   // Ended runs with finished_at < finished_before, earliest first, at most
   // `limit`, without payloads.
   std::vector<RunRecord> FindFinished(absl::Time finished_before,
@@ -73,6 +81,15 @@ class RunTable {
   void DeleteRun(const RunId& run_id, UndoLog& undo);
   // Frees an entry DeleteRun detached (on commit).
   void FreeDetached(RunEntry& entry) { entries_.Erase(entry); }
+
+  // --- Attempts ledger ----------------------------------------------------
+
+  // Stops at the first entry whose run does not exist (kNotFound) or whose
+  // (task, attempt) exists (kAlreadyExists).
+  absl::Status AppendAttempts(std::span<const AttemptRecord> attempts,
+                              UndoLog& undo);
+  // The run's ledger by step, task, then attempt; empty if no such run.
+  std::vector<AttemptRecord> ListAttempts(const RunId& run_id) const;
 
   // --- Step states --------------------------------------------------------
 
@@ -118,22 +135,21 @@ class RunTable {
   void UndoUpdateStepState(const RunId& run_id, int step_index,
                            SavedStepFields saved);
   void UndoAddStepCounters(const undo::StepCountersAdded& old_counters);
+  void UndoAppendAttempt(const TaskKey& task, int attempt);
 
  private:
-  struct ListKey {
-    absl::Time started_at;
-    uint64_t sequence = 0;
-    RunId run_id;
+  // (started_at or finished_at, run id): the listing order, oldest first.
+  using TimeKey = std::pair<absl::Time, RunId>;
+  using TimeIndex = absl::btree_map<TimeKey, const RunEntry*>;
+  // A flow's runs by start, and its ended runs by finish.
+  struct FlowIndexes {
+    TimeIndex started;
+    TimeIndex finished;
   };
-  struct NewestFirst {
-    bool operator()(const ListKey& a, const ListKey& b) const {
-      return std::tie(b.started_at, b.sequence) <
-             std::tie(a.started_at, a.sequence);
-    }
-  };
-  using ListIndex = absl::btree_set<ListKey, NewestFirst>;
   // (finished_at, sequence) of an ended run.
   using FinishedKey = std::pair<absl::Time, uint64_t>;
+  // External key -> run, per flow.
+  using KeyIndex = absl::flat_hash_map<std::string, RunEntry*>;
 
   // Adds a new entry to the indexes; removes one.
   void Index(RunEntry& entry);
@@ -144,6 +160,9 @@ class RunTable {
   void UnindexFinished(const RunEntry& entry);
   // Writes what UpdateRuns writes and returns the old values.
   SavedRunFields ExchangeMutableFields(RunEntry& entry, RunRecord& next);
+  // The run that holds this external key, if any.
+  const RunEntry* FindByKey(std::string_view flow_slug,
+                            std::string_view external_key) const;
 
   RunEntry* FindEntry(const RunId& run_id);
   const RunEntry* FindEntry(const RunId& run_id) const;
@@ -155,10 +174,14 @@ class RunTable {
 
   RowArena<RunEntry> entries_;
   absl::flat_hash_map<RunId, RunEntry*> by_id_;
-  absl::flat_hash_map<std::string, ListIndex> by_flow_;
+  absl::flat_hash_map<std::string, FlowIndexes> by_flow_;
+  absl::flat_hash_map<std::string, KeyIndex> by_key_;
   absl::btree_map<FinishedKey, RunEntry*> finished_;
   uint64_t next_sequence_ = 1;
 };
+
+// A copy of a stored run; without input and output under kNoPayloads.
+RunRecord CopyOfRun(const RunRecord& run, Fields fields);
 
 template <typename Visit>
 void RunTable::ForEachTask(const RunId& run_id, int first_step, int last_step,

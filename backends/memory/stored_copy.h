@@ -64,7 +64,12 @@ inline RunRecord Stored(RunRecord&& run) {
                    .remaining_steps = run.remaining_steps,
                    .error = std::move(run.error),
                    .started_at = run.started_at,
-                   .finished_at = run.finished_at};
+                   .finished_at = run.finished_at,
+                   .priority = run.priority,
+                   .external_key = std::move(run.external_key),
+                   .metadata = Stored(std::move(run.metadata)),
+                   .options = Stored(std::move(run.options)),
+                   .cancel_requested = run.cancel_requested};
 }
 
 inline StepStateRecord Stored(StepStateRecord&& state) {
@@ -97,7 +102,10 @@ inline TaskRecord Stored(TaskRecord&& task) {
                     .finished_at = task.finished_at,
                     .stall_at = task.stall_at,
                     .requeued_count = task.requeued_count,
-                    .worker_id = std::move(task.worker_id)};
+                    .worker_id = std::move(task.worker_id),
+                    .budget_start = task.budget_start,
+                    .cancel_requested = task.cancel_requested,
+                    .options = Stored(std::move(task.options))};
 }
 
 }  // namespace sluice::memory

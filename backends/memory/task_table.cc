@@ -25,7 +25,9 @@ SavedTaskFields ExchangeMutableFields(TaskRecord& stored, TaskRecord& next) {
                         .finished_at = stored.finished_at,
                         .stall_at = stored.stall_at,
                         .requeued_count = stored.requeued_count,
-                        .worker_id = std::move(stored.worker_id)};
+                        .worker_id = std::move(stored.worker_id),
+                        .budget_start = stored.budget_start,
+                        .cancel_requested = stored.cancel_requested};
   stored.status = next.status;
   stored.attempts = next.attempts;
   stored.output = Stored(std::move(next.output));
@@ -35,6 +37,8 @@ SavedTaskFields ExchangeMutableFields(TaskRecord& stored, TaskRecord& next) {
   stored.stall_at = next.stall_at;
   stored.requeued_count = next.requeued_count;
   stored.worker_id = std::move(next.worker_id);
+  stored.budget_start = next.budget_start;
+  stored.cancel_requested = next.cancel_requested;
   return saved;
 }
 
@@ -48,6 +52,8 @@ void RestoreMutableFields(TaskRecord& stored, SavedTaskFields saved) {
   stored.stall_at = saved.stall_at;
   stored.requeued_count = saved.requeued_count;
   stored.worker_id = std::move(saved.worker_id);
+  stored.budget_start = saved.budget_start;
+  stored.cancel_requested = saved.cancel_requested;
 }
 
 }  // namespace
@@ -257,7 +263,10 @@ TaskRecord TaskTable::CopyOf(const TaskRecord& task, Fields fields) {
                     .finished_at = task.finished_at,
                     .stall_at = task.stall_at,
                     .requeued_count = task.requeued_count,
-                    .worker_id = task.worker_id};
+                    .worker_id = task.worker_id,
+                    .budget_start = task.budget_start,
+                    .cancel_requested = task.cancel_requested,
+                    .options = task.options};
 }
 
 void TaskTable::Unindex(const TaskRow& row) {

@@ -20,6 +20,7 @@
 #include "rows.h"
 #include "run_table.h"
 #include "sluice/backend.h"
+#include "sluice/internal/strings.h"
 #include "sluice/records.h"
 #include "undo_log.h"
 
@@ -62,6 +63,10 @@ class TaskTable {
   std::vector<TaskRecord> List(const RunId& run_id) const;
   // Per step, one entry per task of the step, by task index.
   std::vector<StepOutputs> GetOutputs(std::span<const StepRef> steps) const;
+  // Calls visit(const TaskRecord&) for every task whose message is in
+  // `queue`, in no particular order.
+  template <typename Visit>
+  void ForEachTaskOfQueue(std::string_view queue, Visit visit) const;
   // Started tasks with stall_at < now, earliest first, at most `limit`.
   std::vector<TaskRecord> FindStalled(absl::Time now, int limit,
                                       Fields fields) const;
@@ -95,6 +100,13 @@ class TaskTable {
   absl::flat_hash_map<std::string, MessageIndex> by_message_;
   absl::btree_map<StallKey, TaskRow*> stalled_;
 };
+
+template <typename Visit>
+void TaskTable::ForEachTaskOfQueue(std::string_view queue, Visit visit) const {
+  auto queue_it = by_message_.find(ToAbsl(queue));
+  if (queue_it == by_message_.end()) return;
+  for (const auto& [message_id, row] : queue_it->second) visit(row->task);
+}
 
 }  // namespace sluice::memory
 

@@ -40,6 +40,7 @@ struct SavedRunFields {
   std::optional<Json> output;
   std::string error;
   std::optional<absl::Time> finished_at;
+  bool cancel_requested = false;
 };
 
 // The fields UpdateStepStates writes, as they were before it.
@@ -64,6 +65,8 @@ struct SavedTaskFields {
   std::optional<absl::Time> stall_at;
   int requeued_count = 0;
   std::string worker_id;
+  int budget_start = 0;
+  bool cancel_requested = false;
 };
 
 // A worker row as it was before an upsert or a deletion: `previous` is empty
@@ -71,6 +74,14 @@ struct SavedTaskFields {
 struct SavedWorker {
   std::string worker_id;
   std::optional<WorkerRecord> previous;
+};
+
+// A dedupe entry as it was before a put or a deletion: `previous` is empty
+// if the put created it.
+struct SavedDedupe {
+  std::string flow_slug;
+  std::string key;
+  std::optional<DedupeRecord> previous;
 };
 
 // A live message deleted with its task's run.
@@ -87,6 +98,10 @@ struct FlowInserted {
 };
 struct QueueCreated {
   std::string name;
+};
+struct QueuePausedSet {
+  MessageQueue* queue = nullptr;
+  bool was_paused = false;
 };
 struct WorkerUpserted {};  // SavedWorker
 struct RunInserted {
@@ -145,6 +160,13 @@ struct MessageVisibilityChanged {
   absl::Time visible_at;
   int read_count = 0;
 };
+// A move to the tail: the message's sequence number before it. Logged right
+// after the visibility change of the same update.
+struct MessageMovedToTail {
+  MessageQueue* queue = nullptr;
+  int64_t message_id = 0;
+  int64_t seq = 0;
+};
 struct MessageArchived {
   MessageQueue* queue = nullptr;
   int64_t message_id = 0;
@@ -164,16 +186,26 @@ struct ReportsAppended {
   int64_t first_id = 0;
 };
 struct ReportTaken {};  // OutboxReport
+struct AttemptAppended {
+  TaskKey task;
+  int attempt = 0;
+};
+struct DedupeChanged {};  // SavedDedupe
 }  // namespace undo
 
-using UndoEntry = std::variant<
-    undo::FlowInserted, undo::QueueCreated, undo::WorkerUpserted,
-    undo::RunInserted, undo::RunUpdated, undo::RunRemainingStepsAdded,
-    undo::RunDeleted, undo::StepStateInserted, undo::StepStateUpdated,
-    undo::StepCountersAdded, undo::TaskInserted, undo::TaskUpdated,
-    undo::TaskDeleted, undo::MessagesSent, undo::MessageVisibilityChanged,
-    undo::MessageArchived, undo::MessageDeleted, undo::ArchivedMessageDeleted,
-    undo::ReportsAppended, undo::ReportTaken>;
+using UndoEntry =
+    std::variant<undo::FlowInserted, undo::QueueCreated, undo::QueuePausedSet,
+                 undo::WorkerUpserted, undo::RunInserted, undo::RunUpdated,
+                 undo::RunRemainingStepsAdded, undo::RunDeleted,
+                 undo::StepStateInserted, undo::StepStateUpdated,
+                 undo::StepCountersAdded, undo::TaskInserted, undo::TaskUpdated,
+                 undo::TaskDeleted, undo::MessagesSent,
+                 undo::MessageVisibilityChanged, undo::MessageMovedToTail,
+                 undo::MessageArchived, undo::MessageDeleted,
+                 undo::ArchivedMessageDeleted, undo::ReportsAppended,
+                 undo::ReportTaken, undo::AttemptAppended, undo::DedupeChanged>;
+// Entries stay small: bulky old values go on the side stacks.
+static_assert(sizeof(UndoEntry) <= 48);
 
 // Not thread-safe: it belongs to the one open transaction.
 class UndoLog {
@@ -240,7 +272,8 @@ class UndoLog {
   size_t detached_rows_ = 0;
   std::tuple<std::vector<SavedRunFields>, std::vector<SavedStepFields>,
              std::vector<SavedTaskFields>, std::vector<SavedWorker>,
-             std::vector<OutboxReport>, std::vector<SavedMessage>>
+             std::vector<OutboxReport>, std::vector<SavedMessage>,
+             std::vector<SavedDedupe>>
       saved_;
 };
 
