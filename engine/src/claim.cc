@@ -77,6 +77,8 @@ TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
   u.task.finished_at = now;
   u.task.requeued_count = t.requeued_count;
   u.task.worker_id = t.worker_id;
+  u.task.budget_start = t.budget_start;
+  u.task.message_id = t.message_id;
   return u;
 }
 
@@ -184,6 +186,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
         u.task.stall_at = lease.stall_at;
         u.task.requeued_count = t.requeued_count;
         u.task.worker_id = request.worker_id;
+        u.task.budget_start = t.budget_start;
+        u.task.message_id = t.message_id;
         updates.push_back(std::move(u));
         update_index.push_back(i);
         break;

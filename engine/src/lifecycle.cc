@@ -44,8 +44,8 @@ absl::Status CheckReopenable(const CompiledFlow& flow, const RunId& run_id,
       st.remaining_deps == 0) {
     return absl::FailedPreconditionError(
         StrCat("run ", run_id.ToString(), ": map step \"", step.shape->slug,
-               "\" failed on its dependency's completed output (",
-               st.error, "); retrying can't change that output"));
+               "\" failed on its dependency's completed output (", st.error,
+               "); retrying can't change that output"));
   }
   return absl::OkStatus();
 }
@@ -54,9 +54,9 @@ absl::Status CheckReopenable(const CompiledFlow& flow, const RunId& run_id,
 
 absl::Status Engine::CancelRun(const RunId& run_id, CancelMode mode) {
   if (mode != CancelMode::kRequest && mode != CancelMode::kImmediate) {
-    return absl::InvalidArgumentError(
-        StrCat("CancelRun: mode ", static_cast<int>(mode),
-               " is not kRequest or kImmediate"));
+    return absl::InvalidArgumentError(StrCat("CancelRun: mode ",
+                                             static_cast<int>(mode),
+                                             " is not kRequest or kImmediate"));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id));
@@ -106,8 +106,8 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
   std::vector<int> reset_of_step(flow->step_count(), -1);
   for (int step = 0; step < flow->step_count(); ++step) {
     if (step_row[step] < 0) {
-      return absl::InternalError(StrCat("run ", run_id.ToString(),
-                                        " has no state for step ", step));
+      return absl::InternalError(
+          StrCat("run ", run_id.ToString(), " has no state for step ", step));
     }
     const StepStateRecord& st = steps[step_row[step]];
     if (!Reopens(st.status)) continue;
@@ -145,8 +145,8 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
                             tx->SendMessages(queue, messages, now));
     if (ids.size() != indexes.size()) {
       return absl::InternalError(StrCat("queue \"", queue, "\" returned ",
-                                        ids.size(), " ids for ",
-                                        indexes.size(), " messages"));
+                                        ids.size(), " ids for ", indexes.size(),
+                                        " messages"));
     }
     for (size_t k = 0; k < indexes.size(); ++k) {
       TaskRecord t = std::move(tasks[indexes[k]]);

@@ -7,8 +7,8 @@
 #include "absl/strings/match.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
-#include "ledger.h"
 #include "lease.h"
+#include "ledger.h"
 #include "run_progress.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
@@ -273,7 +273,8 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
       // Its run asked it to stop and its handler never reported: cancelled.
       next.status = TaskStatus::kCancelled;
       next.finished_at = now;
-      next.error = "cancelled: its lease expired after its run asked it to stop";
+      next.error =
+          "cancelled: its lease expired after its run asked it to stop";
       entry.outcome = AttemptOutcome::kCancelled;
       entry.error = next.error;
     } else if (t.requeued_count >= options.stall_budget) {

@@ -1,9 +1,8 @@
 #include "run_progress.h"
 
-#include "ledger.h"
-
 #include "boost/json/array.hpp"
 #include "boost/json/object.hpp"
+#include "ledger.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -156,9 +155,8 @@ absl::StatusOr<Json> RunProgress::StepInput(int step) {
 }
 
 absl::Status RunProgress::Advance() {
-  for (int i = 0; i < ctx_.flow.step_count() && !ended() &&
-                  !run_.cancel_requested;
-       ++i) {
+  for (int i = 0;
+       i < ctx_.flow.step_count() && !ended() && !run_.cancel_requested; ++i) {
     const StepStateRecord& s = state(i);
     if (s.status == StepStatus::kCreated && s.remaining_deps == 0) {
       SLUICE_RETURN_IF_ERROR(ResolveReadyStep(i));

@@ -498,9 +498,9 @@ int WorkerImpl::ClaimMore() {
   absl::StatusOr<ClaimBatch> batch = engine_.ClaimWithHint(request);
   next_visible_at_.reset();
   absl::StatusOr<std::vector<ClaimedTask>> claimed =
-      batch.ok() ? absl::StatusOr<std::vector<ClaimedTask>>(
-                       std::move(batch->tasks))
-                 : batch.status();
+      batch.ok()
+          ? absl::StatusOr<std::vector<ClaimedTask>>(std::move(batch->tasks))
+          : batch.status();
   if (batch.ok()) next_visible_at_ = batch->next_visible_at;
   absl::MutexLock lock(&s.mu);
   if (!claimed.ok()) {
@@ -576,10 +576,9 @@ absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
     Engine& engine, std::vector<Flow> flows,
     std::vector<std::shared_ptr<const CompiledFlow>> compiled,
     std::string queue, WorkerOptions options) {
-  auto worker = std::make_unique<WorkerImpl>(engine, std::move(flows),
-                                             std::move(compiled),
-                                             std::move(queue),
-                                             std::move(options));
+  auto worker = std::make_unique<WorkerImpl>(
+      engine, std::move(flows), std::move(compiled), std::move(queue),
+      std::move(options));
   SLUICE_RETURN_IF_ERROR(worker->Start());
   return std::unique_ptr<Worker>(std::move(worker));
 }

@@ -59,8 +59,8 @@ absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
     SLUICE_RETURN_IF_ERROR(flow->ValidateForWorker());
     for (const auto& other : compiled) {
       if (other->slug() == flow->slug()) {
-        return absl::InvalidArgumentError(StrCat(
-            "StartWorker: \"", flow->slug(), "\" is served twice"));
+        return absl::InvalidArgumentError(
+            StrCat("StartWorker: \"", flow->slug(), "\" is served twice"));
       }
     }
     SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> c,
@@ -69,8 +69,8 @@ absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
       if (queue.empty()) queue = q;
       if (q != queue) {
         return absl::InvalidArgumentError(StrCat(
-            "StartWorker: \"", flow->slug(), "\" uses queue \"", q,
-            "\" but \"", compiled.empty() ? flow->slug() : compiled[0]->slug(),
+            "StartWorker: \"", flow->slug(), "\" uses queue \"", q, "\" but \"",
+            compiled.empty() ? flow->slug() : compiled[0]->slug(),
             "\" uses queue \"", queue,
             "\"; one worker serves one queue (start one worker per queue)"));
       }
