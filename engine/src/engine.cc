@@ -149,30 +149,33 @@ void Engine::Wake(std::string_view queue) { impl_->signals().Notify(queue); }
 namespace {
 
 // Registers the flow's queues, refusing one that exists unregistered or is
-// owned by another flow.
+// owned by another flow. A shared queue (QueueMode::kShared) is registered
+// without an owner, and any number of flows and jobs may use it.
 absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
                             absl::Time now) {
+  bool shared = flow.shape().queue_mode == QueueMode::kShared;
+  std::string owner = shared ? std::string() : flow.slug();
   for (const std::string& queue : flow.queues()) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<QueueRecord> entry,
                             tx.GetQueue(queue));
     if (entry) {
-      if (entry->owner_flow == flow.slug()) continue;
+      if (entry->owner_flow == owner) continue;
       return absl::FailedPreconditionError(StrCat(
           "flow \"", flow.slug(), "\": queue \"", queue, "\" is owned by ",
           entry->owner_flow.empty()
               ? std::string("no flow (it is shared)")
               : StrCat("flow \"", entry->owner_flow, "\""),
-          "; use a flow slug whose lowercase form is not taken"));
+          shared ? "; choose another queue name"
+                 : "; use a flow slug whose lowercase form is not taken"));
     }
     SLUICE_ASSIGN_OR_RETURN(bool exists, tx.QueueExists(queue));
     if (exists) {
       return absl::FailedPreconditionError(
           StrCat("flow \"", flow.slug(), "\": queue \"", queue,
                  "\" already exists but Sluice did not create it; drop it or "
-                 "choose another flow slug"));
+                 "choose another ", shared ? "queue name" : "flow slug"));
     }
-    SLUICE_RETURN_IF_ERROR(
-        tx.CreateQueue(QueueRecord{queue, flow.slug(), now}));
+    SLUICE_RETURN_IF_ERROR(tx.CreateQueue(QueueRecord{queue, owner, now}));
   }
   return absl::OkStatus();
 }
@@ -212,6 +215,11 @@ absl::StatusOr<DeployOutcome> Engine::Deploy(const Flow& flow) {
   return DeployOutcome::kCompiled;
 }
 
+absl::StatusOr<DeployOutcome> Engine::Deploy(const Job& job) {
+  SLUICE_RETURN_IF_ERROR(job.Validate());
+  return Deploy(job.flow());
+}
+
 absl::StatusOr<RunId> Engine::StartRun(std::string_view flow_slug,
                                        const Json& input) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<RunId> ids,
@@ -242,9 +250,7 @@ absl::Status ValidateRunInput(const CompiledFlow& flow, const Json& input,
 absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
     std::string_view flow_slug, std::span<const Json> inputs) {
   SLUICE_RETURN_IF_ERROR(ValidateSlug(flow_slug, "flow"));
-  if (inputs.empty()) {
-    return absl::InvalidArgumentError("StartRuns needs at least one input");
-  }
+  if (inputs.empty()) return std::vector<RunId>();
   for (size_t i = 0; i < inputs.size(); ++i) {
     SLUICE_RETURN_IF_ERROR(
         CheckJsonPayload(inputs[i], RunInputName(i, inputs.size()),

@@ -40,6 +40,10 @@ class FlowLookup {
   std::shared_ptr<const CompiledFlow> last_;
 };
 
+// Deletes runs (DeleteRuns) and the dedupe entries that name them.
+absl::Status DeleteRunsAndKeys(Transaction& tx,
+                               std::span<const RunRecord> runs);
+
 class Engine::Impl {
  public:
   Impl(Backend& backend, EngineOptions options);
@@ -59,6 +63,15 @@ class Engine::Impl {
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> FlowFor(
       Transaction& tx, std::string_view slug);
   void RememberFlow(std::shared_ptr<const CompiledFlow> flow);
+
+  // Enqueue, EnqueueMany and StartRun with options (enqueue.cc): one
+  // result per item; `as_job` refuses a flow that is not a job.
+  absl::StatusOr<std::vector<EnqueueResult>> EnqueueItems(
+      std::string_view flow_slug, bool as_job,
+      std::span<const Engine::EnqueueItem> items);
+
+  // PauseQueue / ResumeQueue (queue_admin.cc).
+  absl::Status SetPaused(std::string_view queue, bool paused);
 
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
   // Commits `tx`, then publishes the events and wakes the queues.

@@ -3,6 +3,7 @@
 #include "boost/json/array.hpp"
 #include "boost/json/object.hpp"
 #include "ledger.h"
+#include "run_options.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -23,14 +24,19 @@ bool HasCondition(const StepSpec& spec) {
 
 }  // namespace
 
-RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input) {
+RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
+                                   NewRunSettings settings) {
   const CompiledFlow& flow = context.flow;
   RunRecord run;
   run.run_id = run_id;
   run.flow_slug = flow.slug();
   run.status = RunStatus::kStarted;
   run.remaining_steps = flow.step_count();
-  run.started_at = context.now;
+  run.started_at = settings.started_at.value_or(context.now);
+  run.priority = settings.priority;
+  run.external_key = std::move(settings.external_key);
+  run.metadata = std::move(settings.metadata);
+  run.options = std::move(settings.options);
   std::vector<StepStateRecord> steps(flow.step_count());
   for (const CompiledStep& step : flow.steps()) {
     StepStateRecord& s = steps[step.index];
@@ -47,6 +53,7 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input) {
   run.input = std::move(input);
   RunProgress progress(context, std::move(run), std::move(steps),
                        /*fresh=*/true, /*payloads_loaded=*/true);
+  progress.not_before_ = settings.not_before;
   progress.Emit(EventKind::kRunStarted, -1, progress.run_.input);
   return progress;
 }
@@ -209,6 +216,14 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
   Emit(EventKind::kStepStarted, step);
 
   std::string run_id = run_.run_id.ToString();
+  if (!task_options_) task_options_ = TaskOptionsOfRun(run_.options);
+  // Only a new run's first tasks wait for its delay: later steps start
+  // after those ran.
+  absl::Time visible_at = ctx_.now;
+  if (fresh_ && not_before_ && *not_before_ > visible_at) {
+    visible_at = *not_before_;
+  }
+  visible_at += s.start_delay;
   auto create = [&](int task_index, Json task_input) {
     TaskRecord task;
     task.key = TaskKey{run_.run_id, step, task_index};
@@ -216,9 +231,10 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
     task.input = std::move(task_input);
     task.queue_name = s.shape->queue_name;
     task.queued_at = ctx_.now;
+    task.options = *task_options_;
     Json body = MessageBody(task, run_id, s.shape->slug);
     new_tasks_[step].push_back(ctx_.writes.CreateTask(
-        std::move(task), std::move(body), ctx_.now + s.start_delay));
+        std::move(task), std::move(body), visible_at, run_.priority));
   };
   if (s.shape->kind == StepKind::kSingle) {
     create(0, input);

@@ -37,8 +37,24 @@ class RunProgress {
     std::vector<Event>* events;  // null when nobody listens
   };
 
+  // What a new run starts with besides its id and input.
+  struct NewRunSettings {
+    int priority = 0;
+    std::string external_key;
+    Json metadata;
+    Json options;  // RunRecord::options; its task keys go onto every task
+    // The run's first tasks stay hidden until then (a delay or run_at).
+    std::optional<absl::Time> not_before;
+    // Default: now. A run re-created in place keeps its first start time.
+    std::optional<absl::Time> started_at;
+  };
+
   // A run that is not stored yet: `input` must already be validated.
-  static RunProgress ForNewRun(Context context, RunId run_id, Json input);
+  static RunProgress ForNewRun(Context context, RunId run_id, Json input,
+                               NewRunSettings settings);
+  static RunProgress ForNewRun(Context context, RunId run_id, Json input) {
+    return ForNewRun(context, run_id, std::move(input), NewRunSettings());
+  }
   // A stored run with all its step states, read with `fields`.
   RunProgress(Context context, RunRecord run,
               std::vector<StepStateRecord> steps, Fields fields);
@@ -130,6 +146,10 @@ class RunProgress {
   bool fresh_;
   bool payloads_loaded_;
   std::string unreadable_payloads_;  // an UnreadableError, or empty
+  // A fresh run's first tasks are hidden until then.
+  std::optional<absl::Time> not_before_;
+  // TaskRecord::options of the run's tasks, worked out on first need.
+  std::optional<Json> task_options_;
   // Tasks created by this transaction, by step: handles into the batch.
   std::vector<std::vector<size_t>> new_tasks_;
 };

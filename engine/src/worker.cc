@@ -453,7 +453,8 @@ void WorkerImpl::Heartbeat() {
 void WorkerImpl::Sweep() {
   absl::StatusOr<int> reports = engine_.ApplyStaleReports(kSweepBatch);
   absl::StatusOr<int> stalled = engine_.RecoverStalledTasks(kSweepBatch);
-  for (const absl::Status& s : {reports.status(), stalled.status()}) {
+  for (const absl::Status& s : {reports.status(), stalled.status(),
+                                engine_.ApplyRetention(kSweepBatch).status()}) {
     if (!s.ok())
       Log(LogLevel::kWarning, StrCat("sweep failed: ", s.ToString()));
   }

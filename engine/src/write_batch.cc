@@ -18,9 +18,9 @@ Json MessageBody(const TaskRecord& task, const std::string& run_id,
 }
 
 size_t WriteBatch::CreateTask(TaskRecord task, Json message_body,
-                              absl::Time visible_at) {
+                              absl::Time visible_at, int priority) {
   new_tasks_.push_back(std::move(task));
-  new_messages_.push_back({std::move(message_body), visible_at});
+  new_messages_.push_back({std::move(message_body), visible_at, priority});
   archive_new_.push_back(false);
   return new_tasks_.size() - 1;
 }
@@ -41,10 +41,9 @@ absl::Status WriteBatch::SendAndInsertTasks(Transaction& tx, absl::Time now,
   while (begin < new_tasks_.size()) {
     const std::string& queue = new_tasks_[begin].queue_name;
     size_t end = begin;
-    bool any_visible = false;
+    bool any_live = false;
     while (end < new_tasks_.size() && new_tasks_[end].queue_name == queue) {
-      any_visible = any_visible || (new_messages_[end].visible_at <= now &&
-                                    !archive_new_[end]);
+      any_live = any_live || !archive_new_[end];
       ++end;
     }
     std::span<OutgoingMessage> messages(new_messages_.data() + begin,
@@ -60,7 +59,7 @@ absl::Status WriteBatch::SendAndInsertTasks(Transaction& tx, absl::Time now,
       new_tasks_[i].message_id = ids[i - begin];
       if (archive_new_[i]) archives_[queue].push_back(ids[i - begin]);
     }
-    if (any_visible) effects.queues_to_wake.insert(queue);
+    if (any_live) effects.queues_to_wake.insert(queue);
     begin = end;
   }
   return tx.InsertTasks(new_tasks_);

@@ -54,8 +54,9 @@ class WriteBatch {
   }
 
   // Queues a new task and its message (sent at Flush, visible at
-  // `visible_at`). Returns a handle for EndNewTask.
-  size_t CreateTask(TaskRecord task, Json message_body, absl::Time visible_at);
+  // `visible_at`, claimed by `priority`). Returns a handle for EndNewTask.
+  size_t CreateTask(TaskRecord task, Json message_body, absl::Time visible_at,
+                    int priority = 0);
   // Gives a task created in this batch a terminal status before it is
   // written; its message is archived as soon as it is sent.
   void EndNewTask(size_t handle, TaskStatus status, absl::Time now);
@@ -66,7 +67,8 @@ class WriteBatch {
 
   // Writes everything: inserts first (runs, step states, messages, tasks),
   // then updates, counters and archives. Records the queues that got new
-  // visible messages in `effects`.
+  // messages in `effects`, hidden ones too: an idle worker wakes to learn
+  // when the earliest becomes visible.
   absl::Status Flush(Transaction& tx, absl::Time now,
                      TransactionEffects& effects);
 

@@ -146,7 +146,8 @@ class Transaction {
 
   // --- Flows and the queue registry --------------------------------------
 
-  // Serializes every transaction that deploys `flow_slug` until this one ends.
+  // Serializes every transaction that takes this lock for `flow_slug` (a
+  // deploy, an enqueue with ids or dedupe keys) until this one ends.
   virtual absl::Status LockFlowSlug(std::string_view flow_slug) = 0;
   virtual absl::StatusOr<std::optional<FlowRecord>> GetFlow(
       std::string_view flow_slug) = 0;

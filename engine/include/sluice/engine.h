@@ -283,6 +283,13 @@ class Engine {
                                                   int limit);
   // Runs matching `filter`, a page at a time.
   absl::StatusOr<RunPage> ListRuns(const RunFilter& filter);
+  // Retention: deletes up to `limit` (1..10000) ended runs that their keep
+  // rules (FlowOptions::keep, EnqueueOptions::keep) no longer keep, and up
+  // to `limit` dedupe entries whose throttle window ended, in one
+  // transaction. Returns how many runs it deleted; call again until it
+  // returns fewer than `limit`. Workers' sweeps call it. Never deletes a run
+  // that has not ended.
+  absl::StatusOr<int> ApplyRetention(int limit);
 
   // --- The task path -------------------------------------------------------
 

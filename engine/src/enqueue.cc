@@ -1,0 +1,319 @@
+// Enqueue, EnqueueMany and StartRun with options: ids, dedupe, priority,
+// delays, metadata and per-run overrides. The decision order for an item is
+// effect-mq's (docs/decisions/0017-jobs-are-runs.md):
+//   1. an explicit id that a run of the flow already has: that run, as a
+//      duplicate, nothing changed;
+//   2. a dedupe entry for (flow, key):
+//      a. `replace` and the keyed run still delayed (never claimed, its
+//         message not yet visible): the run is re-created in place with the
+//         new payload and options, keeping its id, start time and ledger;
+//      b. a live throttle window: a duplicate (the window is pushed out
+//         with `extend`);
+//      c. pending mode and the keyed run unfinished: a duplicate;
+//      d. otherwise the entry is dead and the new run takes the key over;
+//   3. a new run; with dedupe, it registers the key.
+// Every insert wakes the queue, a delayed one too, so idle workers learn
+// the new earliest visibility. Keyed items hold the flow's slug lock, so
+// concurrent decisions on one key are serialized.
+#include <algorithm>
+#include <memory>
+
+#include "engine_impl.h"
+#include "enqueue_options.h"
+#include "run_progress.h"
+#include "sluice/engine.h"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+#include "write_batch.h"
+
+namespace sluice {
+namespace {
+
+// A job is a flow of one single step named "job".
+bool IsJob(const CompiledFlow& flow) {
+  return flow.step_count() == 1 && flow.step(0).shape->slug == "job" &&
+         flow.step(0).shape->kind == StepKind::kSingle;
+}
+
+absl::Status ValidateInput(const CompiledFlow& flow, std::string_view owner,
+                           const Json& input, size_t max_payload_bytes) {
+  SLUICE_RETURN_IF_ERROR(
+      CheckJsonPayload(input, StrCat(owner, ": input"), max_payload_bytes));
+  int root_map = flow.root_map_step();
+  if (root_map < 0 || input.is_array()) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(
+      owner, ": flow \"", flow.slug(), "\" has a root map step \"",
+      flow.step(root_map).shape->slug,
+      "\", so its run input must be a JSON array, not ", JsonTypeName(input)));
+}
+
+// Adds items to one transaction. Plain items (no id, no dedupe) gather in
+// one write batch; an item with an id or a dedupe key first writes what
+// gathered, so its checks see every earlier item of the same call.
+class Enqueuer {
+ public:
+  Enqueuer(Engine::Impl& impl, Transaction& tx, const CompiledFlow& flow,
+           absl::Time now)
+      : impl_(impl), tx_(tx), flow_(flow), now_(now) {}
+
+  absl::StatusOr<EnqueueResult> Add(const Json& input,
+                                    const EnqueueOptions& options);
+  // Writes what is still gathered.
+  absl::Status Flush();
+  TransactionEffects TakeEffects() { return std::move(effects_); }
+  // Whether anything was written (else there is nothing to commit).
+  bool wrote() const { return wrote_; }
+
+ private:
+  RunProgress::Context ContextFor(WriteBatch& writes) {
+    return RunProgress::Context{
+        tx_, flow_, now_, writes,
+        impl_.wants_events() ? &effects_.events : nullptr};
+  }
+  absl::Status CreateRun(WriteBatch& writes, RunId id, const Json& input,
+                         RunProgress::NewRunSettings settings);
+  absl::StatusOr<std::optional<EnqueueResult>> ExistingById(
+      const std::string& id);
+  absl::StatusOr<std::optional<EnqueueResult>> ByDedupe(
+      const Json& input, const EnqueueOptions& options);
+  absl::StatusOr<bool> IsDelayed(const RunRecord& run);
+  absl::Status Replace(const RunRecord& keyed, const Json& input,
+                       const EnqueueOptions& options);
+  RunId NextId() {
+    return impl_.options().run_id_source ? impl_.options().run_id_source()
+                                         : RunId::Random();
+  }
+
+  Engine::Impl& impl_;
+  Transaction& tx_;
+  const CompiledFlow& flow_;
+  absl::Time now_;
+  TransactionEffects effects_;
+  std::unique_ptr<WriteBatch> gathered_ = std::make_unique<WriteBatch>();
+  bool gathered_any_ = false;
+  bool wrote_ = false;
+};
+
+absl::Status Enqueuer::CreateRun(WriteBatch& writes, RunId id,
+                                 const Json& input,
+                                 RunProgress::NewRunSettings settings) {
+  RunProgress run = RunProgress::ForNewRun(ContextFor(writes), id, input,
+                                           std::move(settings));
+  SLUICE_RETURN_IF_ERROR(run.Advance());
+  run.Finish();
+  return absl::OkStatus();
+}
+
+absl::Status Enqueuer::Flush() {
+  if (!gathered_any_) return absl::OkStatus();
+  SLUICE_RETURN_IF_ERROR(gathered_->Flush(tx_, now_, effects_));
+  gathered_ = std::make_unique<WriteBatch>();
+  gathered_any_ = false;
+  wrote_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ExistingById(
+    const std::string& id) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> found,
+      tx_.FindRunsByKey(flow_.slug(), std::span(&id, 1), Fields::kNoPayloads));
+  if (found.empty() || !found[0]) return std::nullopt;
+  return EnqueueResult{found[0]->run_id, true};
+}
+
+absl::StatusOr<bool> Enqueuer::IsDelayed(const RunRecord& run) {
+  if (run.status != RunStatus::kStarted) return false;
+  SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks,
+                          tx_.ListTasks(run.run_id));
+  if (tasks.empty()) return false;
+  for (const TaskRecord& task : tasks) {
+    if (task.status != TaskStatus::kQueued || task.attempts != 0) return false;
+    SLUICE_ASSIGN_OR_RETURN(
+        std::optional<MessageLocation> message,
+        tx_.LookupMessage(task.queue_name, task.message_id));
+    if (!message || message->archived || message->message.visible_at <= now_) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status Enqueuer::Replace(const RunRecord& keyed, const Json& input,
+                               const EnqueueOptions& options) {
+  // Deleting and re-creating under the same id is the one way to rewrite a
+  // run's input and creation-time fields; the ledger is carried over (a
+  // never-claimed run normally has none).
+  SLUICE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> ledger,
+                          tx_.ListAttempts(keyed.run_id));
+  SLUICE_RETURN_IF_ERROR(tx_.DeleteRuns(std::span(&keyed.run_id, 1)).status());
+  RunProgress::NewRunSettings settings = SettingsFor(flow_, options, now_);
+  settings.external_key = keyed.external_key;
+  settings.started_at = keyed.started_at;
+  WriteBatch writes;
+  SLUICE_RETURN_IF_ERROR(
+      CreateRun(writes, keyed.run_id, input, std::move(settings)));
+  SLUICE_RETURN_IF_ERROR(writes.Flush(tx_, now_, effects_));
+  if (!ledger.empty()) SLUICE_RETURN_IF_ERROR(tx_.AppendAttempts(ledger));
+  wrote_ = true;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ByDedupe(
+    const Json& input, const EnqueueOptions& options) {
+  const Dedupe& dedupe = *options.dedupe;
+  SLUICE_ASSIGN_OR_RETURN(std::optional<DedupeRecord> entry,
+                          tx_.GetDedupe(flow_.slug(), dedupe.key));
+  if (!entry) return std::nullopt;
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx_.GetRuns(std::span(&entry->run_id, 1), LockMode::kForUpdate,
+                  Fields::kNoPayloads));
+  const std::optional<RunRecord>& keyed = runs[0];
+  EnqueueResult duplicate{entry->run_id, true};
+  if (dedupe.replace && keyed) {
+    SLUICE_ASSIGN_OR_RETURN(bool delayed, IsDelayed(*keyed));
+    if (delayed) {
+      SLUICE_RETURN_IF_ERROR(Replace(*keyed, input, options));
+      if (dedupe.ttl) {
+        entry->expires_at = now_ + *dedupe.ttl;
+        SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(*entry));
+      }
+      return duplicate;
+    }
+  }
+  if (entry->expires_at && now_ < *entry->expires_at) {
+    if (dedupe.extend && dedupe.ttl) {
+      entry->expires_at = now_ + *dedupe.ttl;
+      SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(*entry));
+      wrote_ = true;
+    }
+    return duplicate;
+  }
+  if (!entry->expires_at && keyed && !IsTerminal(keyed->status)) {
+    return duplicate;
+  }
+  return std::nullopt;  // a dead entry: the new run takes the key over
+}
+
+absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
+                                            const EnqueueOptions& options) {
+  bool keyed = options.id.has_value() || options.dedupe.has_value();
+  if (!keyed) {
+    RunId id = NextId();
+    SLUICE_RETURN_IF_ERROR(
+        CreateRun(*gathered_, id, input, SettingsFor(flow_, options, now_)));
+    gathered_any_ = true;
+    return EnqueueResult{id, false};
+  }
+  SLUICE_RETURN_IF_ERROR(Flush());
+  if (options.id) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<EnqueueResult> existing,
+                            ExistingById(*options.id));
+    if (existing) return *existing;
+  }
+  if (options.dedupe) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<EnqueueResult> duplicate,
+                            ByDedupe(input, options));
+    if (duplicate) return *duplicate;
+  }
+  RunId id = NextId();
+  WriteBatch writes;
+  SLUICE_RETURN_IF_ERROR(
+      CreateRun(writes, id, input, SettingsFor(flow_, options, now_)));
+  SLUICE_RETURN_IF_ERROR(writes.Flush(tx_, now_, effects_));
+  wrote_ = true;
+  if (options.dedupe) {
+    DedupeRecord entry{flow_.slug(), options.dedupe->key, id, std::nullopt};
+    if (options.dedupe->ttl) entry.expires_at = now_ + *options.dedupe->ttl;
+    SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(entry));
+  }
+  return EnqueueResult{id, false};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
+    std::string_view flow_slug, bool as_job,
+    std::span<const Engine::EnqueueItem> items) {
+  std::string kind = as_job ? "job" : "flow";
+  SLUICE_RETURN_IF_ERROR(ValidateSlug(flow_slug, kind));
+  auto owner = [&](size_t i) {
+    return items.size() > 1 ? StrCat(kind, " \"", flow_slug, "\" item ", i)
+                            : StrCat(kind, " \"", flow_slug, "\"");
+  };
+  for (size_t i = 0; i < items.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(owner(i), items[i].options,
+                                                  options().max_payload_bytes));
+  }
+  if (items.empty()) return std::vector<EnqueueResult>();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Begin());
+  bool keyed = std::any_of(items.begin(), items.end(), [](const auto& item) {
+    return item.options.id.has_value() || item.options.dedupe.has_value();
+  });
+  // Ids and dedupe keys are decided by reading, then writing: two
+  // transactions that both read "no such key" would both insert. Holding
+  // the flow's slug lock serializes keyed enqueues of one job or flow
+  // (across processes on Postgres), so each decision sees the one before.
+  if (keyed) SLUICE_RETURN_IF_ERROR(tx->LockFlowSlug(flow_slug));
+  absl::StatusOr<std::shared_ptr<const CompiledFlow>> flow =
+      FlowFor(*tx, flow_slug);
+  if (as_job &&
+      (absl::IsNotFound(flow.status()) || (flow.ok() && !IsJob(**flow)))) {
+    return absl::NotFoundError(
+        StrCat("job \"", flow_slug, "\" is not deployed",
+               flow.ok() ? " (a flow of that name is; use StartRun)" : "",
+               "; deploy it (Engine::Deploy(job), or start a worker for it) "
+               "first"));
+  }
+  if (!flow.ok()) return flow.status();
+  for (size_t i = 0; i < items.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(ValidateInput(**flow, owner(i), items[i].payload,
+                                         options().max_payload_bytes));
+  }
+  Enqueuer enqueuer(*this, *tx, **flow, Now());
+  std::vector<EnqueueResult> results;
+  results.reserve(items.size());
+  for (const Engine::EnqueueItem& item : items) {
+    SLUICE_ASSIGN_OR_RETURN(EnqueueResult result,
+                            enqueuer.Add(item.payload, item.options));
+    results.push_back(result);
+  }
+  SLUICE_RETURN_IF_ERROR(enqueuer.Flush());
+  if (!enqueuer.wrote()) return results;  // duplicates only: nothing to commit
+  SLUICE_RETURN_IF_ERROR(Commit(*tx, enqueuer.TakeEffects()));
+  return results;
+}
+
+absl::StatusOr<EnqueueResult> Engine::Enqueue(const Job& job,
+                                              const Json& payload,
+                                              const EnqueueOptions& options) {
+  return Enqueue(job.name(), payload, options);
+}
+
+absl::StatusOr<EnqueueResult> Engine::Enqueue(std::string_view job_name,
+                                              const Json& payload,
+                                              const EnqueueOptions& options) {
+  EnqueueItem item{payload, options};
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<EnqueueResult> results,
+      impl_->EnqueueItems(job_name, /*as_job=*/true, std::span(&item, 1)));
+  return results.front();
+}
+
+absl::StatusOr<std::vector<EnqueueResult>> Engine::EnqueueMany(
+    std::string_view job_name, std::span<const EnqueueItem> items) {
+  return impl_->EnqueueItems(job_name, /*as_job=*/true, items);
+}
+
+absl::StatusOr<EnqueueResult> Engine::StartRun(std::string_view flow_slug,
+                                               const Json& input,
+                                               const EnqueueOptions& options) {
+  EnqueueItem item{input, options};
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<EnqueueResult> results,
+      impl_->EnqueueItems(flow_slug, /*as_job=*/false, std::span(&item, 1)));
+  return results.front();
+}
+
+}  // namespace sluice
