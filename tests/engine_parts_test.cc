@@ -50,7 +50,7 @@ TEST(Lease, ClaimHeartbeatAndRecoveryShareOneTimeout) {
   auto c = Compile(flow);
   EngineOptions options;
   absl::Time now = absl::FromUnixSeconds(1000);
-  LeaseTimes lease = ComputeLease(c->step(0), now, options);
+  LeaseTimes lease = ComputeLease(c->step(0).timeout, now, options);
   EXPECT_EQ(lease.deadline, now + absl::Seconds(10));
   EXPECT_EQ(lease.visible_until, now + absl::Seconds(12));
   EXPECT_EQ(lease.stall_at, now + absl::Seconds(40));

@@ -27,7 +27,8 @@ SavedTaskFields ExchangeMutableFields(TaskRecord& stored, TaskRecord& next) {
                         .requeued_count = stored.requeued_count,
                         .worker_id = std::move(stored.worker_id),
                         .budget_start = stored.budget_start,
-                        .cancel_requested = stored.cancel_requested};
+                        .cancel_requested = stored.cancel_requested,
+                        .message_id = stored.message_id};
   stored.status = next.status;
   stored.attempts = next.attempts;
   stored.output = Stored(std::move(next.output));
@@ -39,6 +40,7 @@ SavedTaskFields ExchangeMutableFields(TaskRecord& stored, TaskRecord& next) {
   stored.worker_id = std::move(next.worker_id);
   stored.budget_start = next.budget_start;
   stored.cancel_requested = next.cancel_requested;
+  stored.message_id = next.message_id;
   return saved;
 }
 
@@ -54,6 +56,7 @@ void RestoreMutableFields(TaskRecord& stored, SavedTaskFields saved) {
   stored.worker_id = std::move(saved.worker_id);
   stored.budget_start = saved.budget_start;
   stored.cancel_requested = saved.cancel_requested;
+  stored.message_id = saved.message_id;
 }
 
 }  // namespace
@@ -149,10 +152,12 @@ std::vector<bool> TaskTable::Update(std::span<TaskUpdate> updates,
       continue;
     }
     TaskRow& row = *it->second;
+    int64_t old_message = row.task.message_id;
     UnindexStall(row);
     undo.Add(undo::TaskUpdated{.key = update.task.key},
              ExchangeMutableFields(row.task, update.task));
     IndexStall(row);
+    ReindexMessage(row, old_message);
     applied.push_back(true);
   }
   return applied;
@@ -236,9 +241,19 @@ void TaskTable::UndoInsert(const TaskKey& key) {
 
 void TaskTable::UndoUpdate(const TaskKey& key, SavedTaskFields saved) {
   TaskRow& row = *by_key_.find(key)->second;
+  int64_t old_message = row.task.message_id;
   UnindexStall(row);
   RestoreMutableFields(row.task, std::move(saved));
   IndexStall(row);
+  ReindexMessage(row, old_message);
+}
+
+// A task's message changes only when RetryRun gives it a new one.
+void TaskTable::ReindexMessage(TaskRow& row, int64_t old_message) {
+  if (row.task.message_id == old_message) return;
+  MessageIndex& messages = by_message_[row.task.queue_name];
+  messages.erase(old_message);
+  messages[row.task.message_id] = &row;
 }
 
 void TaskTable::UndoDelete(TaskRow& row) {

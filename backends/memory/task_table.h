@@ -93,6 +93,7 @@ class TaskTable {
   void Unindex(const TaskRow& row);
   void IndexStall(TaskRow& row);
   void UnindexStall(const TaskRow& row);
+  void ReindexMessage(TaskRow& row, int64_t old_message);
 
   RunTable& runs_;
   RowArena<TaskRow> rows_;

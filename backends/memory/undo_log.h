@@ -67,6 +67,7 @@ struct SavedTaskFields {
   std::string worker_id;
   int budget_start = 0;
   bool cancel_requested = false;
+  int64_t message_id = 0;
 };
 
 // A worker row as it was before an upsert or a deletion: `previous` is empty

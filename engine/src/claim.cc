@@ -77,6 +77,8 @@ TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
   u.task.finished_at = now;
   u.task.requeued_count = t.requeued_count;
   u.task.worker_id = t.worker_id;
+  u.task.budget_start = t.budget_start;
+  u.task.message_id = t.message_id;
   return u;
 }
 
@@ -170,7 +172,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
     TaskRecord& t = *tasks[i];
     switch (verdicts[i].verdict) {
       case Verdict::kClaim: {
-        LeaseTimes lease = ComputeLease(*verdicts[i].step, now, options);
+        LeaseTimes lease = ComputeLease(
+            EffectivePolicy(*verdicts[i].step, t).timeout, now, options);
         TaskUpdate u;
         u.expected_status = t.status;
         u.expected_attempts = t.attempts;
@@ -183,6 +186,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
         u.task.stall_at = lease.stall_at;
         u.task.requeued_count = t.requeued_count;
         u.task.worker_id = request.worker_id;
+        u.task.budget_start = t.budget_start;
+        u.task.message_id = t.message_id;
         updates.push_back(std::move(u));
         update_index.push_back(i);
         break;
@@ -234,7 +239,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
       size_t i = update_index[u];
       TaskRecord& t = *tasks[i];
       const CompiledStep& step = *verdicts[i].step;
-      LeaseTimes lease = ComputeLease(step, now, options);
+      TaskPolicy policy = EffectivePolicy(step, t);
+      LeaseTimes lease = ComputeLease(policy.timeout, now, options);
       if (lease.visible_until != read_until) {
         visibility.push_back({ids[i], lease.visible_until});
       }
@@ -243,7 +249,10 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
           .flow_slug = t.flow_slug,
           .step_slug = step.shape->slug,
           .attempt = updates[u].task.attempts,
-          .max_attempts = step.max_attempts,
+          // The attempt number the budget ends at, so that a handler can
+          // compare it with `attempt` however often the task was released
+          // or its run retried.
+          .max_attempts = t.budget_start + policy.max_attempts,
           .input = std::move(t.input),
           .deadline = lease.deadline,
       });
@@ -267,6 +276,17 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
                       applied.ToString(), "); the sweeper will apply them"));
   }
   return claimed;
+}
+
+absl::StatusOr<ClaimBatch> Engine::ClaimWithHint(const ClaimRequest& request) {
+  ClaimBatch batch;
+  SLUICE_ASSIGN_OR_RETURN(batch.tasks, Claim(request));
+  if (!batch.tasks.empty()) return batch;
+  // Only an idle claim pays for the hint.
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(batch.next_visible_at,
+                          tx->NextVisibleAt(request.queue, impl_->Now()));
+  return batch;
 }
 
 }  // namespace sluice

@@ -30,6 +30,7 @@ absl::StatusOr<std::shared_ptr<const CompiledFlow>> CompiledFlow::Compile(
     const StepSpec& spec = shape_step.spec;
     step.max_attempts = spec.max_attempts.value_or(s.options.max_attempts);
     step.base_delay = spec.base_delay.value_or(s.options.base_delay);
+    step.backoff = spec.backoff.value_or(s.options.backoff);
     step.timeout = spec.timeout.value_or(s.options.timeout);
     step.start_delay = spec.start_delay.value_or(absl::ZeroDuration());
     step.is_root_map =

@@ -25,6 +25,7 @@ struct CompiledStep {
   // Effective options: the step's, else the flow's.
   int max_attempts = 1;
   absl::Duration base_delay;
+  BackoffKind backoff = BackoffKind::kExponential;
   absl::Duration timeout;
   absl::Duration start_delay;
 };

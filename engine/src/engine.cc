@@ -301,27 +301,7 @@ absl::StatusOr<RunRecord> LockRun(Transaction& tx, const RunId& run_id) {
 
 }  // namespace
 
-absl::Status Engine::CancelRun(const RunId& run_id, CancelMode mode) {
-  (void)mode;  // TODO(v4): kRequest; today every cancel is immediate.
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id));
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
-                          impl_->FlowFor(*tx, run.flow_slug));
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::vector<StepStateRecord>> steps,
-      tx->GetStepStates(std::span(&run_id, 1), Fields::kNoPayloads));
-  absl::Time now = impl_->Now();
-  WriteBatch writes;
-  TransactionEffects effects;
-  RunProgress progress(
-      RunProgress::Context{*tx, *flow, now, writes,
-                           impl_->wants_events() ? &effects.events : nullptr},
-      std::move(run), std::move(steps[0]), Fields::kNoPayloads);
-  SLUICE_RETURN_IF_ERROR(progress.Cancel());
-  progress.Finish();
-  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
-  return impl_->Commit(*tx, std::move(effects));
-}
+// CancelRun and RetryRun: lifecycle.cc.
 
 absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
@@ -339,6 +319,7 @@ absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
       tx->GetStepStates(std::span(&run_id, 1), Fields::kAll));
   view.steps = std::move(steps[0]);
   SLUICE_ASSIGN_OR_RETURN(view.tasks, tx->ListTasks(run_id));
+  SLUICE_ASSIGN_OR_RETURN(view.attempts, tx->ListAttempts(run_id));
   return view;
 }
 

@@ -1,5 +1,5 @@
-// Engine::FinishTasks and Engine::ExtendLeases: what a worker reports about
-// the tasks it claimed.
+// Engine::FinishTasks, Engine::ExtendLeases and Engine::ReleaseTasks: what a
+// worker reports about the tasks it claimed.
 #include <string>
 #include <vector>
 
@@ -7,6 +7,8 @@
 #include "compiled_flow.h"
 #include "engine_impl.h"
 #include "lease.h"
+#include "ledger.h"
+#include "run_options.h"
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/internal/status_macros.h"
@@ -16,14 +18,32 @@
 
 namespace sluice {
 
-absl::Duration BackoffDelay(const CompiledStep& step, int attempts) {
-  // floor(base * 2^attempts), computed in microseconds; capped so large
-  // attempt counts can't overflow.
-  int64_t base = absl::ToInt64Microseconds(step.base_delay);
+TaskPolicy EffectivePolicy(const CompiledStep& step, const TaskRecord& task) {
+  TaskPolicy policy{.max_attempts = step.max_attempts,
+                    .timeout = step.timeout,
+                    .backoff = Backoff{step.backoff, step.base_delay}};
+  if (task.options.is_null()) return policy;
+  TaskOverrides overrides = ParseTaskOverrides(task.options);
+  if (overrides.max_attempts) policy.max_attempts = *overrides.max_attempts;
+  if (overrides.timeout) policy.timeout = *overrides.timeout;
+  if (overrides.backoff) policy.backoff = *overrides.backoff;
+  return policy;
+}
+
+absl::Duration BackoffDelay(const Backoff& backoff, int used) {
+  // floor(base * 2^used), computed in microseconds; capped so large attempt
+  // counts can't overflow.
+  int64_t base = absl::ToInt64Microseconds(backoff.delay);
   int64_t cap = absl::ToInt64Microseconds(kMaxRetryDelay);
   int64_t delay = base;
-  for (int i = 0; i < attempts && delay < cap; ++i) delay *= 2;
+  if (backoff.kind == BackoffKind::kExponential) {
+    for (int i = 0; i < used && delay < cap; ++i) delay *= 2;
+  }
   return absl::Microseconds(std::min(delay, cap));
+}
+
+absl::Duration BackoffDelay(const CompiledStep& step, int used) {
+  return BackoffDelay(Backoff{step.backoff, step.base_delay}, used);
 }
 
 namespace {
@@ -54,6 +74,7 @@ struct Plan {
   std::optional<ReportKind> report;
   bool archive = false;
   std::optional<absl::Time> visible_at;  // for a retry
+  AttemptRecord attempt;                 // the ledger entry
 };
 
 // Handlers write error text; storage needs valid UTF-8.
@@ -62,6 +83,92 @@ std::string FailureMessage(const absl::Status& status) {
   if (message.empty())
     message = StrCat("handler failed (", status.ToString(), ")");
   return message;
+}
+
+// Ends a started task as cancelled: its run asked it to stop. A report
+// (kind kFailed, read back as cancelled by the task's status) lets the run
+// settle once nothing of it is started.
+void PlanCancelled(TaskRecord& next, Plan& plan, absl::Time now,
+                   std::string error) {
+  next.status = TaskStatus::kCancelled;
+  next.finished_at = now;
+  next.error = error;
+  plan.disposition = ResultDisposition::kCancelled;
+  plan.report = ReportKind::kFailed;
+  plan.archive = true;
+  plan.attempt.outcome = AttemptOutcome::kCancelled;
+  plan.attempt.error = std::move(error);
+}
+
+// Plans the failure of one started attempt: retried after its backoff,
+// cancelled when its run asked it to stop, else failed for good.
+void PlanFailure(const absl::Status& failure, const TaskPolicy& policy,
+                 TaskRecord& next, Plan& plan, absl::Time now) {
+  std::string error = FailureMessage(failure);
+  // Cancellation wins over revival: a task whose run asked it to stop ends
+  // cancelled whatever it failed with; a handler returning kCancelled says
+  // it honoured the request.
+  if (next.cancel_requested) {
+    PlanCancelled(next, plan, now, std::move(error));
+    return;
+  }
+  next.error = error;
+  plan.attempt.error = error;
+  bool retry =
+      !IsNonRetryable(failure) && BudgetUsed(next) < policy.max_attempts;
+  if (!retry) {
+    next.status = TaskStatus::kFailed;
+    next.finished_at = now;
+    plan.disposition = ResultDisposition::kFailed;
+    plan.report = ReportKind::kFailed;
+    plan.archive = true;
+    plan.attempt.outcome = AttemptOutcome::kFailed;
+    return;
+  }
+  absl::Duration delay = BackoffDelay(policy.backoff, BudgetUsed(next));
+  if (std::optional<absl::Duration> chosen = RetryDelayOf(failure)) {
+    absl::Status valid = ValidateRetryDelay(*chosen);
+    if (valid.ok()) {
+      delay = *chosen;
+    } else {
+      StrAppend(&next.error, " (retry delay ignored: ", valid.message(), ")");
+      plan.attempt.error = next.error;
+    }
+  }
+  next.status = TaskStatus::kQueued;
+  next.started_at.reset();
+  plan.disposition = ResultDisposition::kRetrying;
+  plan.visible_at = now + delay;
+  plan.attempt.outcome = AttemptOutcome::kRetried;
+}
+
+// Plans a handler's output: completed, or failed if it can't be stored or
+// a map step can't map over it. Returns the failure to plan instead, if any.
+absl::Status PlanOutput(const Json& output, const CompiledStep& step,
+                        size_t max_payload_bytes, TaskRecord& next, Plan& plan,
+                        absl::Time now) {
+  absl::Status valid =
+      CheckJsonPayload(output, "handler output", max_payload_bytes);
+  if (!valid.ok()) return NonRetryable(ToStd(valid.message()));
+  next.output = output;
+  next.finished_at = now;
+  plan.archive = true;
+  if (step.feeds_map && !output.is_array()) {
+    next.status = TaskStatus::kFailed;
+    next.error = StrCat("[TYPE_VIOLATION] Produced ", JsonTypeName(output),
+                        " instead of array");
+    plan.disposition = ResultDisposition::kFailed;
+    plan.report = ReportKind::kTypeViolation;
+    plan.attempt.outcome = AttemptOutcome::kFailed;
+    plan.attempt.error = next.error;
+    return absl::OkStatus();
+  }
+  // Completion wins over a pending cancel request.
+  next.status = TaskStatus::kCompleted;
+  plan.disposition = ResultDisposition::kCompleted;
+  plan.report = ReportKind::kCompleted;
+  plan.attempt.outcome = AttemptOutcome::kCompleted;
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -95,7 +202,10 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   absl::flat_hash_map<std::string, std::vector<int64_t>> late_archives;
   for (size_t i = 0; i < results.size(); ++i) {
     const TaskResult& result = results[i];
-    if (!tasks[i]) continue;  // deleted: nothing to do
+    if (!tasks[i]) {
+      outcome.dispositions[i] = ResultDisposition::kNotFound;
+      continue;
+    }
     TaskRecord& t = *tasks[i];
     if (t.status != TaskStatus::kStarted || t.attempts != result.attempt) {
       // A late result: only an ended task's message needs archiving.
@@ -106,7 +216,9 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     }
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
     const CompiledStep& step = flow->step(t.key.step_index);
+    TaskPolicy policy = EffectivePolicy(step, t);
     Plan plan{.result = i};
+    plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
     TaskUpdate u{.task = std::move(t),
                  .expected_status = TaskStatus::kStarted,
                  .expected_attempts = result.attempt};
@@ -114,62 +226,18 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     next.stall_at.reset();
     absl::Status failure = result.outcome.status();
     if (result.outcome.ok()) {
-      const Json& output = *result.outcome;
-      absl::Status valid =
-          CheckJsonPayload(output, "handler output", options.max_payload_bytes);
-      if (!valid.ok()) {
-        failure = NonRetryable(ToStd(valid.message()));
-      } else if (step.feeds_map && !output.is_array()) {
-        next.status = TaskStatus::kFailed;
-        next.output = output;
-        next.error = StrCat("[TYPE_VIOLATION] Produced ", JsonTypeName(output),
-                            " instead of array");
-        next.finished_at = now;
-        plan.disposition = ResultDisposition::kFailed;
-        plan.report = ReportKind::kTypeViolation;
-        plan.archive = true;
-      } else {
-        next.status = TaskStatus::kCompleted;
-        next.output = output;
-        next.finished_at = now;
-        plan.disposition = ResultDisposition::kCompleted;
-        plan.report = ReportKind::kCompleted;
-        plan.archive = true;
-      }
+      failure = PlanOutput(*result.outcome, step, options.max_payload_bytes,
+                           next, plan, now);
     }
-    if (!failure.ok()) {
-      next.error = FailureMessage(failure);
-      bool retry =
-          !IsNonRetryable(failure) && next.attempts < step.max_attempts;
-      if (retry) {
-        absl::Duration delay = BackoffDelay(step, next.attempts);
-        if (std::optional<absl::Duration> chosen = RetryDelayOf(failure)) {
-          absl::Status valid = ValidateRetryDelay(*chosen);
-          if (valid.ok()) {
-            delay = *chosen;
-          } else {
-            StrAppend(&next.error, " (retry delay ignored: ", valid.message(),
-                      ")");
-          }
-        }
-        next.status = TaskStatus::kQueued;
-        next.started_at.reset();
-        plan.disposition = ResultDisposition::kRetrying;
-        plan.visible_at = now + delay;
-      } else {
-        next.status = TaskStatus::kFailed;
-        next.finished_at = now;
-        plan.disposition = ResultDisposition::kFailed;
-        plan.report = ReportKind::kFailed;
-        plan.archive = true;
-      }
-    }
+    if (!failure.ok()) PlanFailure(failure, policy, next, plan, now);
     updates.push_back(std::move(u));
-    plans.push_back(plan);
+    plans.push_back(std::move(plan));
   }
 
   std::vector<OutboxReport> reports;
   reports.reserve(updates.size());
+  std::vector<AttemptRecord> attempts;
+  attempts.reserve(updates.size());
   absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> retries;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives =
       std::move(late_archives);
@@ -179,12 +247,15 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
                             tx->UpdateTasks(updates));
     for (size_t u = 0; u < updates.size(); ++u) {
       if (!applied[u]) continue;  // another transaction got there first
-      const Plan& plan = plans[u];
+      Plan& plan = plans[u];
       const TaskRecord& t = updates[u].task;
       outcome.dispositions[plan.result] = plan.disposition;
+      attempts.push_back(std::move(plan.attempt));
       if (plan.archive) archives[t.queue_name].push_back(t.message_id);
       if (plan.visible_at) {
-        retries[t.queue_name].push_back({t.message_id, *plan.visible_at});
+        // A retry goes to the back of its priority (effect-mq's rule).
+        retries[t.queue_name].push_back(
+            {t.message_id, *plan.visible_at, /*to_tail=*/true});
         if (*plan.visible_at <= now)
           effects.queues_to_wake.insert(t.queue_name);
       }
@@ -202,6 +273,7 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   for (auto& [queue, ids] : archives) {
     SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
   }
+  if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
   if (!reports.empty()) {
     SLUICE_ASSIGN_OR_RETURN(outcome.report_ids, tx->AppendReports(reports));
   }
@@ -209,14 +281,14 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   return outcome;
 }
 
-absl::StatusOr<std::vector<bool>> Engine::ExtendLeases(
+absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(
     std::span<const Lease> leases) {
   std::vector<TaskKey> keys;
   keys.reserve(leases.size());
   for (const Lease& l : leases) keys.push_back(l.key);
   SLUICE_RETURN_IF_ERROR(ValidateKeys(keys, "ExtendLeases"));
-  std::vector<bool> owned(leases.size(), false);
-  if (leases.empty()) return owned;
+  std::vector<LeaseState> states(leases.size(), LeaseState::kLost);
+  if (leases.empty()) return states;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::Time now = impl_->Now();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
@@ -231,9 +303,15 @@ absl::StatusOr<std::vector<bool>> Engine::ExtendLeases(
       continue;
     }
     TaskRecord& t = *tasks[i];
+    if (t.cancel_requested) {
+      // Owned, but not extended: a handler that ignores the request loses
+      // its lease, and stall recovery then cancels the task.
+      states[i] = LeaseState::kCancelRequested;
+      continue;
+    }
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
-    LeaseTimes lease =
-        ComputeLease(flow->step(t.key.step_index), now, impl_->options());
+    TaskPolicy policy = EffectivePolicy(flow->step(t.key.step_index), t);
+    LeaseTimes lease = ComputeLease(policy.timeout, now, impl_->options());
     TaskUpdate u{.task = t,
                  .expected_status = t.status,
                  .expected_attempts = t.attempts};
@@ -242,12 +320,12 @@ absl::StatusOr<std::vector<bool>> Engine::ExtendLeases(
     index.push_back(i);
     visible_until.push_back(lease.visible_until);
   }
-  if (updates.empty()) return owned;
+  if (updates.empty()) return states;
   SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
   absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> visibility;
   for (size_t u = 0; u < updates.size(); ++u) {
     if (!applied[u]) continue;
-    owned[index[u]] = true;
+    states[index[u]] = LeaseState::kOwned;
     const TaskRecord& t = updates[u].task;
     visibility[t.queue_name].push_back({t.message_id, visible_until[u]});
   }
@@ -255,7 +333,94 @@ absl::StatusOr<std::vector<bool>> Engine::ExtendLeases(
     SLUICE_RETURN_IF_ERROR(tx->SetVisibility(queue, v));
   }
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
-  return owned;
+  return states;
+}
+
+absl::Status Engine::ReleaseTasks(std::span<const Lease> leases) {
+  std::vector<TaskKey> keys;
+  keys.reserve(leases.size());
+  for (const Lease& l : leases) {
+    if (l.attempt < 1) {
+      return absl::InvalidArgumentError(
+          StrCat("ReleaseTasks: attempt ", l.attempt, " is invalid (>= 1)"));
+    }
+    keys.push_back(l.key);
+  }
+  SLUICE_RETURN_IF_ERROR(ValidateKeys(keys, "ReleaseTasks"));
+  if (leases.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  absl::Time now = impl_->Now();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
+                          tx->GetTasks(keys, Fields::kNoPayloads));
+  std::vector<TaskUpdate> updates;
+  std::vector<AttemptRecord> entries;
+  for (size_t i = 0; i < leases.size(); ++i) {
+    if (!tasks[i] || tasks[i]->status != TaskStatus::kStarted ||
+        tasks[i]->attempts != leases[i].attempt) {
+      continue;  // stale: the attempt no longer holds the task
+    }
+    TaskRecord& t = *tasks[i];
+    TaskUpdate u{.task = t,
+                 .expected_status = TaskStatus::kStarted,
+                 .expected_attempts = t.attempts};
+    TaskRecord& next = u.task;
+    next.stall_at.reset();
+    if (t.cancel_requested) {
+      next.status = TaskStatus::kCancelled;
+      next.finished_at = now;
+      entries.push_back(EndedAttempt(t, AttemptOutcome::kCancelled, now));
+    } else {
+      // No attempt used: the budget moves up with `attempts`, which still
+      // grows so that this claim's late results stay fenced off.
+      next.status = TaskStatus::kQueued;
+      next.started_at.reset();
+      next.budget_start = t.budget_start + 1;
+      entries.push_back(EndedAttempt(t, AttemptOutcome::kReleased, now));
+    }
+    updates.push_back(std::move(u));
+  }
+  if (updates.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
+  absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> requeued;
+  absl::flat_hash_map<std::string, std::vector<int64_t>> archives;
+  std::vector<AttemptRecord> attempts;
+  std::vector<OutboxReport> reports;
+  TransactionEffects effects;
+  for (size_t u = 0; u < updates.size(); ++u) {
+    if (!applied[u]) continue;
+    const TaskRecord& t = updates[u].task;
+    attempts.push_back(std::move(entries[u]));
+    if (t.status == TaskStatus::kQueued) {
+      // Visible now, keeping its place in line.
+      requeued[t.queue_name].push_back({t.message_id, now});
+      effects.queues_to_wake.insert(t.queue_name);
+    } else {
+      archives[t.queue_name].push_back(t.message_id);
+      reports.push_back(OutboxReport{.task = t.key,
+                                     .flow_slug = t.flow_slug,
+                                     .kind = ReportKind::kFailed,
+                                     .created_at = now});
+    }
+  }
+  for (auto& [queue, v] : requeued) {
+    SLUICE_RETURN_IF_ERROR(tx->SetVisibility(queue, v));
+  }
+  for (auto& [queue, ids] : archives) {
+    SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
+  }
+  if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
+  std::vector<int64_t> report_ids;
+  if (!reports.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
+  }
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  // The push path; the reconcile path catches them if this fails.
+  if (absl::Status s = ApplyReports(report_ids); !s.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("release: applying reports failed (", s.ToString(),
+                      "); the sweeper will apply them"));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace sluice

@@ -50,8 +50,18 @@ absl::Status CheckAttempts(std::string_view owner, int max_attempts) {
   return absl::OkStatus();
 }
 
+absl::Status CheckBackoffKind(std::string_view owner, BackoffKind kind) {
+  if (kind == BackoffKind::kExponential || kind == BackoffKind::kFixed) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      StrCat(owner, ": backoff kind ", static_cast<int>(kind),
+             " is not kExponential or kFixed"));
+}
+
 absl::Status CheckFlowOptions(std::string_view owner, const FlowOptions& o) {
   if (auto s = CheckAttempts(owner, o.max_attempts); !s.ok()) return s;
+  if (auto s = CheckBackoffKind(owner, o.backoff); !s.ok()) return s;
   if (auto s = CheckDuration(owner, "base_delay", o.base_delay,
                              absl::ZeroDuration(), false, kMaxRetryDelay);
       !s.ok()) {
@@ -64,6 +74,9 @@ absl::Status CheckFlowOptions(std::string_view owner, const FlowOptions& o) {
 absl::Status CheckStepSpec(std::string_view owner, const StepSpec& spec) {
   if (spec.max_attempts) {
     if (auto s = CheckAttempts(owner, *spec.max_attempts); !s.ok()) return s;
+  }
+  if (spec.backoff) {
+    if (auto s = CheckBackoffKind(owner, *spec.backoff); !s.ok()) return s;
   }
   if (spec.base_delay) {
     if (auto s = CheckDuration(owner, "base_delay", *spec.base_delay,

@@ -27,6 +27,7 @@ json::object StepOptionsJson(const StepSpec& spec) {
   json::object o;
   if (spec.max_attempts) o["max_attempts"] = *spec.max_attempts;
   if (spec.base_delay) o["base_delay_us"] = DurationJson(*spec.base_delay);
+  if (spec.backoff) o["backoff"] = std::string(ToString(*spec.backoff));
   if (spec.timeout) o["timeout_us"] = DurationJson(*spec.timeout);
   if (spec.start_delay) o["start_delay_us"] = DurationJson(*spec.start_delay);
   return o;
@@ -47,6 +48,19 @@ absl::StatusOr<std::string> StringField(const json::object& o,
     return Corrupt(StrCat("\"", key, "\" is missing or not a string"));
   }
   return std::string(v->get_string());
+}
+
+// A backoff kind stored under `key`; absent means unset (flows stored
+// before backoff kinds existed have none).
+absl::StatusOr<std::optional<BackoffKind>> OptionalBackoff(
+    const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr) return std::nullopt;
+  if (v->is_string() && v->get_string() == "fixed") return BackoffKind::kFixed;
+  if (v->is_string() && v->get_string() == "exponential") {
+    return BackoffKind::kExponential;
+  }
+  return Corrupt(StrCat("\"", key, "\" is not \"fixed\" or \"exponential\""));
 }
 
 absl::StatusOr<Policy> ParsePolicy(const std::string& text) {
@@ -91,6 +105,11 @@ Json FlowShape::ToJson() const {
   options_json["max_attempts"] = options.max_attempts;
   options_json["base_delay_us"] = DurationJson(options.base_delay);
   options_json["timeout_us"] = DurationJson(options.timeout);
+  // Written only when not the default, so the stored form of flows that
+  // don't choose a kind is what it was before kinds existed.
+  if (options.backoff != BackoffKind::kExponential) {
+    options_json["backoff"] = std::string(ToString(options.backoff));
+  }
   PutSharingOptions(*this, options_json);
   root["options"] = std::move(options_json);
   json::array steps_json;
@@ -132,6 +151,10 @@ absl::StatusOr<FlowShape> FlowShape::FromJson(const Json& value) {
   shape.options.max_attempts = static_cast<int>(*attempts);
   shape.options.base_delay = absl::Microseconds(*base);
   shape.options.timeout = absl::Microseconds(*timeout);
+  absl::StatusOr<std::optional<BackoffKind>> backoff =
+      OptionalBackoff(o, "backoff");
+  if (!backoff.ok()) return backoff.status();
+  shape.options.backoff = backoff->value_or(BackoffKind::kExponential);
   if (absl::Status s = ReadSharingOptions(root, o, shape); !s.ok()) return s;
 
   const json::value* steps = root.if_contains("steps");
@@ -171,6 +194,10 @@ absl::StatusOr<FlowShape> FlowShape::FromJson(const Json& value) {
       step.spec.max_attempts = static_cast<int>(a->get_int64());
     }
     step.spec.base_delay = OptionalDuration(sopt, "base_delay_us");
+    absl::StatusOr<std::optional<BackoffKind>> step_backoff =
+        OptionalBackoff(sopt, "backoff");
+    if (!step_backoff.ok()) return step_backoff.status();
+    step.spec.backoff = *step_backoff;
     step.spec.timeout = OptionalDuration(sopt, "timeout_us");
     step.spec.start_delay = OptionalDuration(sopt, "start_delay_us");
     if (const json::value* p = s.if_contains("if")) step.spec.if_pattern = *p;
@@ -200,6 +227,9 @@ std::vector<std::string> FlowShape::DifferencesFrom(
                stored.options.base_delay, duration);
   CompareField(out, "flow option ", "timeout", options.timeout,
                stored.options.timeout, duration);
+  auto kind = [](BackoffKind k) { return std::string(ToString(k)); };
+  CompareField(out, "flow option ", "backoff", options.backoff,
+               stored.options.backoff, kind);
   CompareField(out, "flow ", "queue mode", std::string(ToString(queue_mode)),
                std::string(ToString(stored.queue_mode)), plain);
   CompareSharingOptions(*this, stored, out);
@@ -233,6 +263,10 @@ std::vector<std::string> FlowShape::DifferencesFrom(
                  b.spec.max_attempts, attempts);
     CompareField(out, owner, "base_delay", a.spec.base_delay, b.spec.base_delay,
                  DescribeDuration);
+    CompareField(out, owner, "backoff", a.spec.backoff, b.spec.backoff,
+                 [](const std::optional<BackoffKind>& k) {
+                   return k ? std::string(ToString(*k)) : "unset";
+                 });
     CompareField(out, owner, "timeout", a.spec.timeout, b.spec.timeout,
                  DescribeDuration);
     CompareField(out, owner, "start_delay", a.spec.start_delay,

@@ -1,5 +1,6 @@
-// The one place that turns a step's effective timeout into deadlines. Claim,
-// heartbeat and stall recovery all use it, so they always agree.
+// The one place that turns a task's effective settings into deadlines and
+// retry delays. Claim, heartbeat, results and stall recovery all use it, so
+// they always agree.
 #ifndef SLUICE_ENGINE_LEASE_H_
 #define SLUICE_ENGINE_LEASE_H_
 
@@ -9,26 +10,43 @@
 
 namespace sluice {
 
+// A task's effective attempt settings: its own overrides (TaskRecord
+// options), else its step's, else its flow's.
+struct TaskPolicy {
+  int max_attempts = 1;  // per budget (attempts - budget_start)
+  absl::Duration timeout;
+  Backoff backoff;
+};
+TaskPolicy EffectivePolicy(const CompiledStep& step, const TaskRecord& task);
+
+// Attempts of the task's current budget used so far.
+inline int BudgetUsed(const TaskRecord& task) {
+  return task.attempts - task.budget_start;
+}
+
 struct LeaseTimes {
   absl::Time deadline;       // the handler should be done by now
   absl::Time visible_until;  // the task's message stays hidden until then
   absl::Time stall_at;       // stall recovery may take the task back after
 };
 
-// The effective timeout is the step's, else the flow's (resolved when the
-// flow was compiled). `now` is the claim or heartbeat time.
-inline LeaseTimes ComputeLease(const CompiledStep& step, absl::Time now,
+// `timeout` is the effective one (EffectivePolicy); `now` is the claim or
+// heartbeat time.
+inline LeaseTimes ComputeLease(absl::Duration timeout, absl::Time now,
                                const EngineOptions& options) {
   return LeaseTimes{
-      .deadline = now + step.timeout,
-      .visible_until = now + step.timeout + options.claim_grace,
-      .stall_at = now + step.timeout + options.recovery_grace,
+      .deadline = now + timeout,
+      .visible_until = now + timeout + options.claim_grace,
+      .stall_at = now + timeout + options.recovery_grace,
   };
 }
 
-// The retry delay after `attempts` attempts: floor(base * 2^attempts),
-// capped at the longest retry delay a handler may choose.
-absl::Duration BackoffDelay(const CompiledStep& step, int attempts);
+// The retry delay after `used` attempts of the budget failed: exponential
+// waits floor(delay * 2^used), fixed waits delay; both capped at the longest
+// retry delay a handler may choose.
+absl::Duration BackoffDelay(const Backoff& backoff, int used);
+// The step's own backoff (no task overrides).
+absl::Duration BackoffDelay(const CompiledStep& step, int used);
 
 }  // namespace sluice
 

@@ -8,6 +8,7 @@
 #include "compiled_flow.h"
 #include "engine_impl.h"
 #include "lease.h"
+#include "ledger.h"
 #include "run_progress.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
@@ -188,6 +189,9 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
             step, UnreadableTaskError(run.flow(), r->task, task)));
         continue;
       }
+      // A task its run asked to stop ended cancelled: nothing to apply but
+      // the settling of the cancel request (Advance, below).
+      if (task && task->status == TaskStatus::kCancelled) continue;
       std::string error = task ? task->error : "task failed";
       if (r->kind == ReportKind::kTypeViolation) {
         SLUICE_RETURN_IF_ERROR(run.FailTypeViolation(
@@ -254,32 +258,48 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
       tx->FindStalledTasks(now, limit, Fields::kNoPayloads));
   if (stalled.empty()) return 0;
   std::vector<TaskUpdate> updates;
+  std::vector<AttemptRecord> entries;
   FlowLookup flows(*impl_, *tx);
   for (TaskRecord& t : stalled) {
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
-    const CompiledStep& step = flow->step(t.key.step_index);
+    TaskPolicy policy = EffectivePolicy(flow->step(t.key.step_index), t);
     TaskUpdate u{.task = t,
                  .expected_status = t.status,
                  .expected_attempts = t.attempts};
     TaskRecord& next = u.task;
     next.stall_at.reset();
-    if (t.requeued_count >= options.stall_budget) {
+    AttemptRecord entry = EndedAttempt(t, AttemptOutcome::kStalled, now);
+    if (t.cancel_requested) {
+      // Its run asked it to stop and its handler never reported: cancelled.
+      next.status = TaskStatus::kCancelled;
+      next.finished_at = now;
+      next.error =
+          "cancelled: its lease expired after its run asked it to stop";
+      entry.outcome = AttemptOutcome::kCancelled;
+      entry.error = next.error;
+    } else if (t.requeued_count >= options.stall_budget) {
       next.status = TaskStatus::kFailed;
       next.finished_at = now;
       next.error =
           StrCat("stalled: its lease expired ", t.requeued_count + 1,
                  " times, over the stall budget of ", options.stall_budget);
-    } else if (t.attempts >= step.max_attempts) {
+      entry.outcome = AttemptOutcome::kFailed;
+      entry.error = next.error;
+    } else if (BudgetUsed(t) >= policy.max_attempts) {
       next.status = TaskStatus::kFailed;
       next.finished_at = now;
       next.error = StrCat("stalled: its lease expired during attempt ",
-                          t.attempts, " of ", step.max_attempts);
+                          BudgetUsed(t), " of ", policy.max_attempts);
+      entry.outcome = AttemptOutcome::kFailed;
+      entry.error = next.error;
     } else {
       next.status = TaskStatus::kQueued;
       next.started_at.reset();
       next.requeued_count = t.requeued_count + 1;
+      entry.error = "its lease expired";
     }
     updates.push_back(std::move(u));
+    entries.push_back(std::move(entry));
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
   absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> requeued;
@@ -287,11 +307,14 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
   std::vector<OutboxReport> reports;
   TransactionEffects effects;
   int handled = 0;
+  std::vector<AttemptRecord> attempts;
   for (size_t u = 0; u < updates.size(); ++u) {
     if (!applied[u]) continue;
     ++handled;
     const TaskRecord& t = updates[u].task;
+    attempts.push_back(std::move(entries[u]));
     if (t.status == TaskStatus::kQueued) {
+      // Visible now, keeping its place in line (effect-mq's rule).
       requeued[t.queue_name].push_back({t.message_id, now});
       effects.queues_to_wake.insert(t.queue_name);
     } else {
@@ -308,6 +331,7 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
   for (auto& [queue, ids] : archives) {
     SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
   }
+  if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
   std::vector<int64_t> report_ids;
   if (!reports.empty()) {
     SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));

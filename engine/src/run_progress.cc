@@ -2,6 +2,7 @@
 
 #include "boost/json/array.hpp"
 #include "boost/json/object.hpp"
+#include "ledger.h"
 #include "run_options.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -161,13 +162,16 @@ absl::StatusOr<Json> RunProgress::StepInput(int step) {
 }
 
 absl::Status RunProgress::Advance() {
-  for (int i = 0; i < ctx_.flow.step_count() && !ended(); ++i) {
+  for (int i = 0;
+       i < ctx_.flow.step_count() && !ended() && !run_.cancel_requested; ++i) {
     const StepStateRecord& s = state(i);
     if (s.status == StepStatus::kCreated && s.remaining_deps == 0) {
       SLUICE_RETURN_IF_ERROR(ResolveReadyStep(i));
     }
   }
-  return MaybeCompleteRun();
+  SLUICE_RETURN_IF_ERROR(MaybeCompleteRun());
+  if (!ended() && run_.cancel_requested) return SettleCancelRequest();
+  return absl::OkStatus();
 }
 
 absl::Status RunProgress::ResolveReadyStep(int step) {
@@ -376,11 +380,17 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
     task.key.run_id = run_.run_id;  // even if its copy did not decode
     TaskStatus expected = task.status;
     int attempts = task.attempts;
+    // A started attempt ends here: the ledger says it was cancelled.
+    std::optional<AttemptRecord> ended;
+    if (expected == TaskStatus::kStarted) {
+      ended = EndedAttempt(task, AttemptOutcome::kCancelled, ctx_.now);
+    }
     ctx_.writes.Archive(task.queue_name, task.message_id);
     task.status = status;
     task.finished_at = ctx_.now;
     task.stall_at.reset();
-    ctx_.writes.UpdateTask(TaskUpdate{std::move(task), expected, attempts});
+    ctx_.writes.UpdateTask(TaskUpdate{std::move(task), expected, attempts},
+                           std::move(ended));
   }
   return absl::OkStatus();
 }
@@ -498,15 +508,6 @@ std::string RunProgress::UnreadableState() const {
                "\": ", steps_[i].unreadable));
   }
   return unreadable.empty() ? std::string() : UnreadableError(unreadable);
-}
-
-absl::Status RunProgress::Cancel() {
-  if (ended()) {
-    return absl::FailedPreconditionError(StrCat(
-        "run ", run_.run_id.ToString(), " already ended (",
-        ToString(run_.status), "); only a started run can be cancelled"));
-  }
-  return EndRun(RunStatus::kCancelled, "cancelled");
 }
 
 void RunProgress::Finish() {

@@ -21,6 +21,7 @@
 #include "absl/status/status.h"
 #include "compiled_flow.h"
 #include "sluice/backend.h"
+#include "sluice/engine.h"
 #include "sluice/events.h"
 #include "write_batch.h"
 
@@ -81,10 +82,22 @@ class RunProgress {
   // What of the run's state (its row, its step states) did not decode, as
   // an UnreadableError; empty if everything did.
   std::string UnreadableState() const;
-  // Cancels the run and everything unfinished in it.
-  absl::Status Cancel();
+  // Cancels the run and everything unfinished in it (kImmediate), or
+  // cancels its queued tasks and asks its started ones to stop (kRequest;
+  // the run ends at once if none is started). kFailedPrecondition if the
+  // run already ended.
+  absl::Status Cancel(CancelMode mode);
+  // Makes a failed or cancelled run started again (RetryRun): the run and
+  // the steps in `reset` (failed or cancelled ones) lose their end, a reset
+  // step with tasks is started again with `open_tasks` of them to finish
+  // (completing at once if that is 0), and the rest waits for its
+  // dependencies. Then resolves what is ready.
+  absl::Status Reopen(const std::vector<int>& reset,
+                      const std::vector<int>& open_tasks);
 
-  // Resolves every step that is ready, then completes the run if done.
+  // Resolves every step that is ready, then completes the run if done. A
+  // cancel-requested run starts nothing new, and ends cancelled once none
+  // of its tasks is started (completed, if its work all completed first).
   absl::Status Advance();
   // Hands the changes to the write batch.
   void Finish();
@@ -120,6 +133,8 @@ class RunProgress {
   // Ends the unfinished tasks of `step` (of every step if -1).
   absl::Status EndUnfinishedTasks(int step, TaskStatus status);
   absl::Status MaybeCompleteRun();
+  // A cancel-requested run with no started task ends cancelled.
+  absl::Status SettleCancelRequest();
 
   Context ctx_;
   RunRecord run_;

@@ -3,6 +3,7 @@
 // (worker_handlers.cc). Stopping and draining: docs/decisions/0013.
 #include "sluice/worker.h"
 
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -24,27 +25,6 @@ constexpr int kSweepBatch = 1000;
 constexpr absl::Duration kResultFlushDelay = absl::Milliseconds(1);
 constexpr absl::Duration kMinRetryBackoff = absl::Milliseconds(50);
 constexpr absl::Duration kMaxRetryBackoff = absl::Seconds(5);
-
-absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
-  auto positive = [](absl::Duration d) {
-    return d > absl::ZeroDuration() && d < absl::InfiniteDuration();
-  };
-  if (o.concurrency < 1 || o.concurrency > 1000) {
-    return absl::InvalidArgumentError(StrCat(
-        "worker concurrency ", o.concurrency, " is out of range 1..1000"));
-  }
-  if (o.batch_size < 1 || o.batch_size > 1000) {
-    return absl::InvalidArgumentError(
-        StrCat("worker batch_size ", o.batch_size, " is out of range 1..1000"));
-  }
-  if (!positive(o.poll_interval) || !positive(o.heartbeat_interval) ||
-      !positive(o.drain_timeout) || o.sweep_interval < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(
-        "worker poll_interval, heartbeat_interval and drain_timeout must be "
-        "positive and finite; sweep_interval must be >= 0");
-  }
-  return absl::OkStatus();
-}
 
 // Exponential backoff for a call that keeps failing: the first retry waits
 // kMinRetryBackoff, each further one twice as long, up to kMaxRetryBackoff.
@@ -70,17 +50,18 @@ class Backoff {
 
 class WorkerImpl : public Worker {
  public:
-  WorkerImpl(Engine& engine, const Flow& flow,
-             std::shared_ptr<const CompiledFlow> compiled,
-             WorkerOptions options)
+  WorkerImpl(Engine& engine, std::vector<Flow> flows,
+             std::vector<std::shared_ptr<const CompiledFlow>> compiled,
+             std::string queue, WorkerOptions options)
       : engine_(engine),
         impl_(engine.impl()),
         compiled_(std::move(compiled)),
         options_(std::move(options)),
-        queue_(compiled_->queues().front()),
-        shared_(std::make_shared<WorkerShared>(flow, impl_.options().log)) {
+        queue_(std::move(queue)),
+        shared_(std::make_shared<WorkerShared>(std::move(flows),
+                                               impl_.options().log)) {
     if (options_.worker_id.empty()) options_.worker_id = NewWorkerId();
-    served_.AddFlow(compiled_->shape());
+    for (const auto& flow : compiled_) served_.AddFlow(flow->shape());
   }
 
   ~WorkerImpl() override { (void)Stop(); }
@@ -88,7 +69,8 @@ class WorkerImpl : public Worker {
   absl::Status Start() {
     absl::Time now = impl_.Now();
     record_ = WorkerRecord{
-        options_.worker_id, queue_, compiled_->slug(), now, now, std::nullopt};
+        options_.worker_id, queue_, compiled_.front()->slug(), now, now,
+        std::nullopt};
     SLUICE_RETURN_IF_ERROR(SaveRecord());
     PruneWorkers();
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
@@ -155,13 +137,18 @@ class WorkerImpl : public Worker {
   void PruneWorkers();
   // The number of tasks claimed; -1 if the claim failed.
   int ClaimMore();
+  // On stopping: gives claimed tasks no handler has started back.
+  void ReleaseUnstarted();
+  // When the idle dispatcher should claim again at the latest: the earliest
+  // hidden message's visibility (from the last empty claim), in real time.
+  absl::Time NextVisibleWake(absl::Time real_now) const;
   // Past the drain deadline: gives up on what is unfinished.
   void Abandon() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
   void JoinOrDetachHandlers();
 
   Engine& engine_;
   Engine::Impl& impl_;
-  std::shared_ptr<const CompiledFlow> compiled_;
+  std::vector<std::shared_ptr<const CompiledFlow>> compiled_;
   WorkerOptions options_;
   std::string queue_;
   StepSet served_;
@@ -172,6 +159,9 @@ class WorkerImpl : public Worker {
   std::thread dispatcher_;
   std::vector<std::thread> handlers_;
   const std::shared_ptr<WorkerShared> shared_;
+  // Dispatcher thread only: the last empty claim's hint (engine clock).
+  std::optional<absl::Time> next_visible_at_;
+  bool released_ = false;
 
   // Serializes Stop() calls; held for a whole Stop().
   absl::Mutex stop_mu_;
@@ -266,6 +256,7 @@ void WorkerImpl::DispatchLoop() {
       Sweep();
       next_sweep = real_now + options_.sweep_interval;
     }
+    if (stopping && !released_) ReleaseUnstarted();
     int claimed = 0;
     if (!stopping && claim_backoff.Ready(absl::Now())) {
       claimed = ClaimMore();
@@ -288,8 +279,9 @@ void WorkerImpl::DispatchLoop() {
       }
     }
     if (claimed > 0 || ResultsDue(now)) continue;
-    absl::Time wake = std::min(
-        {now + options_.poll_interval, next_heartbeat, s.drain_deadline});
+    absl::Time wake =
+        std::min({now + options_.poll_interval, NextVisibleWake(now),
+                  next_heartbeat, s.drain_deadline});
     if (options_.sweep_interval > absl::ZeroDuration() && !s.stopping) {
       wake = std::min(wake, next_sweep);
     }
@@ -395,7 +387,11 @@ bool WorkerImpl::RecordResults() {
       case ResultDisposition::kFailed:
         ++s.stats.failed;
         break;
+      case ResultDisposition::kCancelled:
+        ++s.stats.cancelled;
+        break;
       case ResultDisposition::kStale:
+      case ResultDisposition::kNotFound:
         ++s.stats.stale;
         break;
     }
@@ -434,14 +430,17 @@ void WorkerImpl::Heartbeat() {
     }
   }
   if (!leases.empty()) {
-    absl::StatusOr<std::vector<bool>> owned = engine_.ExtendLeases(leases);
-    if (owned.ok()) {
+    absl::StatusOr<std::vector<LeaseState>> states =
+        engine_.ExtendLeases(leases);
+    if (states.ok()) {
+      // Lost (its run or step ended) or cancel-requested (its run asked it
+      // to stop): either way the handler should stop.
       for (size_t i = 0; i < leases.size(); ++i) {
-        if (!(*owned)[i]) tokens[i].Cancel();  // its run or step ended
+        if ((*states)[i] != LeaseState::kOwned) tokens[i].Cancel();
       }
     } else {
       Log(LogLevel::kWarning,
-          StrCat("extending leases failed: ", owned.status().ToString()));
+          StrCat("extending leases failed: ", states.status().ToString()));
     }
   }
   record_.last_heartbeat_at = now;
@@ -497,7 +496,13 @@ int WorkerImpl::ClaimMore() {
   if (free <= 0) return 0;
   ClaimRequest request{queue_, options_.worker_id, served_,
                        std::min(free, options_.batch_size)};
-  absl::StatusOr<std::vector<ClaimedTask>> claimed = engine_.Claim(request);
+  absl::StatusOr<ClaimBatch> batch = engine_.ClaimWithHint(request);
+  next_visible_at_.reset();
+  absl::StatusOr<std::vector<ClaimedTask>> claimed =
+      batch.ok()
+          ? absl::StatusOr<std::vector<ClaimedTask>>(std::move(batch->tasks))
+          : batch.status();
+  if (batch.ok()) next_visible_at_ = batch->next_visible_at;
   absl::MutexLock lock(&s.mu);
   if (!claimed.ok()) {
     if (claimed.status().code() == absl::StatusCode::kFailedPrecondition) {
@@ -525,18 +530,56 @@ int WorkerImpl::ClaimMore() {
   return static_cast<int>(claimed->size());
 }
 
+// Takes the claimed tasks no handler thread has picked up out of the queue
+// (so none will), then gives them back: their attempt is not used and they
+// keep their place in line. If that fails their leases lapse instead and
+// stall recovery takes them back.
+void WorkerImpl::ReleaseUnstarted() {
+  WorkerShared& s = *shared_;
+  released_ = true;
+  std::vector<Lease> leases;
+  {
+    absl::MutexLock lock(&s.mu);
+    for (const auto& [task, token] : s.ready) {
+      leases.push_back(Lease{task.key, task.attempt});
+      token.Cancel();
+    }
+    s.ready.clear();
+  }
+  if (leases.empty()) return;
+  absl::Status released = engine_.ReleaseTasks(leases);
+  absl::MutexLock lock(&s.mu);
+  if (released.ok()) s.stats.released += static_cast<int64_t>(leases.size());
+  for (const Lease& l : leases) {
+    auto it = s.in_flight.find(l.key);
+    if (it != s.in_flight.end() && it->second.attempt == l.attempt) {
+      s.in_flight.erase(it);
+    }
+  }
+  if (!released.ok()) {
+    Log(LogLevel::kWarning,
+        StrCat("releasing ", leases.size(), " unstarted tasks failed (",
+               released.ToString(),
+               "); their leases will lapse and stall recovery will take them "
+               "back"));
+  }
+}
+
+absl::Time WorkerImpl::NextVisibleWake(absl::Time real_now) const {
+  if (!next_visible_at_) return absl::InfiniteFuture();
+  absl::Duration until = *next_visible_at_ - impl_.Now();
+  return real_now + std::max(until, absl::ZeroDuration());
+}
+
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
-    const Flow& flow, WorkerOptions options) {
-  SLUICE_RETURN_IF_ERROR(flow.ValidateForWorker());
-  SLUICE_RETURN_IF_ERROR(ValidateWorkerOptions(options));
-  SLUICE_ASSIGN_OR_RETURN(DeployOutcome deployed, Deploy(flow));
-  (void)deployed;
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> compiled,
-                          CompiledFlow::Compile(flow.shape()));
-  auto worker = std::make_unique<WorkerImpl>(*this, flow, std::move(compiled),
-                                             std::move(options));
+absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
+    Engine& engine, std::vector<Flow> flows,
+    std::vector<std::shared_ptr<const CompiledFlow>> compiled,
+    std::string queue, WorkerOptions options) {
+  auto worker = std::make_unique<WorkerImpl>(
+      engine, std::move(flows), std::move(compiled), std::move(queue),
+      std::move(options));
   SLUICE_RETURN_IF_ERROR(worker->Start());
   return std::unique_ptr<Worker>(std::move(worker));
 }

@@ -11,14 +11,21 @@ namespace {
 absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
                                 const ClaimedTask& task,
                                 const CancelToken& cancel) {
-  const Handler& handler = shared.flow.handler(task.key.step_index);
+  const Handler* handler =
+      shared.HandlerFor(task.flow_slug, task.key.step_index);
+  if (handler == nullptr) {
+    // The claim only takes steps the worker serves, so this is a bug.
+    return absl::InternalError(StrCat("worker has no handler for flow \"",
+                                      task.flow_slug, "\" step ",
+                                      task.key.step_index));
+  }
   TaskContext context(
       TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
                         task.key.task_index, task.attempt, task.max_attempts,
                         task.deadline},
       cancel, shared.log);
   try {
-    return handler(task.input, context);
+    return (*handler)(task.input, context);
   } catch (const std::exception& e) {
     return absl::UnknownError(StrCat("handler threw: ", e.what()));
   } catch (...) {

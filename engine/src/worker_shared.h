@@ -8,12 +8,15 @@
 
 #include <deque>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "sluice/engine.h"
@@ -37,10 +40,23 @@ struct WorkerShared {
     bool busy = false;
   };
 
-  WorkerShared(Flow flow_in, LogSink log_in)
-      : flow(std::move(flow_in)), log(std::move(log_in)) {}
+  WorkerShared(std::vector<Flow> flows_in, LogSink log_in)
+      : flows(std::move(flows_in)), log(std::move(log_in)) {}
 
-  const Flow flow;    // the handlers
+  // The handler of a step of one of the served flows; null if none.
+  const Handler* HandlerFor(std::string_view flow_slug, int step_index) const {
+    for (const Flow& flow : flows) {
+      if (flow.slug() != flow_slug) continue;
+      if (step_index < 0 ||
+          static_cast<size_t>(step_index) >= flow.shape().steps.size()) {
+        return nullptr;
+      }
+      return &flow.handler(step_index);
+    }
+    return nullptr;
+  }
+
+  const std::vector<Flow> flows;  // the handlers
   const LogSink log;  // handed to handlers through their TaskContext
 
   absl::Mutex mu;
@@ -70,6 +86,13 @@ struct WorkerShared {
 
 // A handler thread's body: runs ready tasks until the worker closes.
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot);
+
+class CompiledFlow;
+// Starts a worker serving `flows` (deployed, validated, all on `queue`).
+absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
+    Engine& engine, std::vector<Flow> flows,
+    std::vector<std::shared_ptr<const CompiledFlow>> compiled,
+    std::string queue, WorkerOptions options);
 
 }  // namespace sluice
 

@@ -113,7 +113,15 @@ absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
   if (!task_updates_.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx.UpdateTasks(task_updates_));
-    (void)applied;  // a task another transaction ended first stays as it is
+    // A task another transaction ended first stays as it is, and so does
+    // the ledger of its attempt.
+    std::vector<AttemptRecord> attempts;
+    for (size_t i = 0; i < applied.size(); ++i) {
+      if (applied[i] && task_attempts_[i]) {
+        attempts.push_back(std::move(*task_attempts_[i]));
+      }
+    }
+    if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx.AppendAttempts(attempts));
   }
   for (auto& [queue, ids] : archives_) {
     SLUICE_RETURN_IF_ERROR(tx.ArchiveMessages(queue, ids, now));

@@ -4,6 +4,7 @@
 #ifndef SLUICE_ENGINE_WRITE_BATCH_H_
 #define SLUICE_ENGINE_WRITE_BATCH_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,8 +25,12 @@ class WriteBatch {
   void UpdateStepState(StepStateRecord s) {
     updated_step_states_.push_back(std::move(s));
   }
-  void UpdateTask(TaskUpdate update) {
+  // A conditional task write; `attempt`, if set, is the ledger entry of the
+  // attempt it ends, appended only if the write applies.
+  void UpdateTask(TaskUpdate update,
+                  std::optional<AttemptRecord> attempt = std::nullopt) {
     task_updates_.push_back(std::move(update));
+    task_attempts_.push_back(std::move(attempt));
   }
 
   // Counter moves, applied with add-and-return. The engine computed the
@@ -80,6 +85,7 @@ class WriteBatch {
   std::vector<RunRecord> updated_runs_;
   std::vector<StepStateRecord> updated_step_states_;
   std::vector<TaskUpdate> task_updates_;
+  std::vector<std::optional<AttemptRecord>> task_attempts_;  // one per update
   std::vector<StepCounterDelta> step_deltas_;
   std::vector<StepCounters> expected_steps_;
   std::vector<RunCounterDelta> run_deltas_;

@@ -221,7 +221,7 @@ class FaultInjection : public Conformance {
       if (!runs.ok()) return runs.status();
       for (const RunRecord& r : *runs) {
         if (r.status == RunStatus::kStarted)
-          return engine().CancelRun(r.run_id);
+          return engine().CancelRun(r.run_id, CancelMode::kImmediate);
       }
       return absl::OkStatus();
     });

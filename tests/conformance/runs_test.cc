@@ -372,7 +372,7 @@ TEST_P(Runs, CancelRun_CancelsUnfinishedTasksAndArchivesTheirMessages) {
   std::vector<ClaimedTask> claimed = Claim(flow, 2);
   ASSERT_EQ(claimed.size(), 2u);
   Complete(claimed[0], J("1"));
-  ASSERT_TRUE(engine().CancelRun(run).ok());
+  ASSERT_TRUE(engine().CancelRun(run, CancelMode::kImmediate).ok());
   RunView view = View(run);
   EXPECT_EQ(view.run.status, RunStatus::kCancelled);
   EXPECT_EQ(StepOf(view, "each").status, StepStatus::kCancelled);

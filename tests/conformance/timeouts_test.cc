@@ -25,10 +25,10 @@ TEST_P(Timeouts, Heartbeat_ExtendsVisibilityAndTheStallDeadline) {
   RunId run = Start(flow, J("{}"));
   ClaimedTask task = Claim(flow)[0];
   clock().Advance(absl::Seconds(8));
-  absl::StatusOr<std::vector<bool>> owned =
+  absl::StatusOr<std::vector<LeaseState>> owned =
       engine().ExtendLeases(std::vector<Lease>{{task.key, task.attempt}});
   ASSERT_TRUE(owned.ok()) << owned.status();
-  EXPECT_TRUE((*owned)[0]);
+  EXPECT_EQ((*owned)[0], LeaseState::kOwned);
   TaskRecord t = TaskOf(run, "work");
   EXPECT_EQ(MessageOf(t)->message.visible_at,
             clock().Now() + absl::Seconds(12));
@@ -46,13 +46,13 @@ TEST_P(Timeouts, ExtendLeases_ReportsTasksTheAttemptNoLongerOwns) {
   Deploy(flow);
   RunId run = Start(flow, J("{}"));
   ClaimedTask task = Claim(flow)[0];
-  ASSERT_TRUE(engine().CancelRun(run).ok());
-  absl::StatusOr<std::vector<bool>> owned =
+  ASSERT_TRUE(engine().CancelRun(run, CancelMode::kImmediate).ok());
+  absl::StatusOr<std::vector<LeaseState>> owned =
       engine().ExtendLeases(std::vector<Lease>{
           {task.key, task.attempt}, {TaskKey{RunId::Random(), 0, 0}, 1}});
   ASSERT_TRUE(owned.ok());
-  EXPECT_FALSE((*owned)[0]);
-  EXPECT_FALSE((*owned)[1]);
+  EXPECT_EQ((*owned)[0], LeaseState::kLost);
+  EXPECT_EQ((*owned)[1], LeaseState::kLost);
 }
 
 TEST_P(Timeouts, StalledTask_IsRequeuedAfterTimeoutPlusGrace_NotBefore) {

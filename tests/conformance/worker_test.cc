@@ -263,7 +263,7 @@ TEST_P(Workers, CancelToken_FiresWhenTheRunIsCancelled) {
   std::unique_ptr<Worker> worker = StartWorker(flow, Fast());
   RunId run = Start(flow, J("{}"));
   ASSERT_TRUE(started.WaitForNotificationWithTimeout(kDeadline));
-  ASSERT_TRUE(engine().CancelRun(run).ok());
+  ASSERT_TRUE(engine().CancelRun(run, CancelMode::kImmediate).ok());
   ASSERT_TRUE(worker->Stop().ok());
   EXPECT_TRUE(saw_cancel.load());
   EXPECT_EQ(View(run).run.status, RunStatus::kCancelled);

@@ -134,7 +134,7 @@ TEST_F(CheckerTest, StepTaskCounterOffByOne_IsReported) {
 
 TEST_F(CheckerTest, QueuedTaskOnCancelledRun_IsReported) {
   RunId run = Start("chain", R"({"n":1})");
-  ASSERT_TRUE(engine_->CancelRun(run).ok());
+  ASSERT_TRUE(engine_->CancelRun(run, CancelMode::kImmediate).ok());
   checker_.NoteCancelRequested(run);
   EXPECT_EQ(Check(), std::nullopt);
   Doctor([&](Transaction& tx) {
@@ -149,7 +149,7 @@ TEST_F(CheckerTest, QueuedTaskOnCancelledRun_IsReported) {
 
 TEST_F(CheckerTest, CancelledRunNobodyCancelled_IsReported) {
   RunId run = Start("chain", R"({"n":1})");
-  ASSERT_TRUE(engine_->CancelRun(run).ok());
+  ASSERT_TRUE(engine_->CancelRun(run, CancelMode::kImmediate).ok());
   EXPECT_EQ(Check(), "cancelled-run-not-requested");
 }
 

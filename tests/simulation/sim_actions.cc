@@ -211,12 +211,13 @@ bool World::Heartbeat(SimWorker& worker) {
   }
   if (leases.empty()) return true;
   int64_t before = faulty_->injected();
-  absl::StatusOr<std::vector<bool>> owned = engine_->ExtendLeases(leases);
+  absl::StatusOr<std::vector<LeaseState>> owned =
+      engine_->ExtendLeases(leases);
   if (!owned.ok()) return Expect(owned.status(), before, "ExtendLeases");
   std::vector<bool> drop(worker.in_flight.size(), false);
   std::string line = StrCat("    extended ", leases.size());
   for (size_t l = 0; l < leases.size(); ++l) {
-    if ((*owned)[l]) continue;
+    if ((*owned)[l] == LeaseState::kOwned) continue;
     StrAppend(&line, "; lost ", TaskName(leases[l].key, leases[l].attempt));
     // Half the handlers notice the cancel token and stop; the others finish
     // and report late.
@@ -270,7 +271,8 @@ bool World::CancelRun() {
   checker_.NoteCancelRequested(id);
   Trace(StrCat("    ", RunName(id)));
   int64_t before = faulty_->injected();
-  return Expect(engine_->CancelRun(id), before, "CancelRun");
+  return Expect(engine_->CancelRun(id, CancelMode::kImmediate), before,
+                "CancelRun");
 }
 
 bool World::Crash() {

@@ -61,9 +61,10 @@ enum class Fields { kAll, kNoPayloads };
 // A conditional task write: applied only if the stored task still has
 // `expected_status` and `expected_attempts` (compare-and-set). It writes the
 // mutable fields: status, attempts, output, error, started_at, finished_at,
-// stall_at, requeued_count, worker_id, budget_start and cancel_requested (so
-// a task read with kNoPayloads and written back loses its output). Input,
-// options, queue_name, message_id and queued_at never change after
+// stall_at, requeued_count, worker_id, budget_start, cancel_requested and
+// message_id (so a task read with kNoPayloads and written back loses its
+// output). message_id changes only when RetryRun gives an ended task a new
+// message. Input, options, queue_name and queued_at never change after
 // creation.
 struct TaskUpdate {
   TaskRecord task;

@@ -187,6 +187,10 @@ enum class ResultDisposition {
   kRetrying,   // failed; queued again after a delay
   kFailed,     // failed for good; a report applies when_exhausted
   kStale,      // the attempt no longer owns the task; nothing changed
+  // The run asked the task to stop (CancelRun kRequest) and the attempt
+  // failed, or the handler returned kCancelled: the task is cancelled.
+  kCancelled,
+  kNotFound,  // no such task (its run was deleted); nothing changed
 };
 
 struct FinishOutcome {
@@ -317,8 +321,11 @@ class Engine {
   absl::StatusOr<int> RecoverStalledTasks(int limit);
 
   // Extends the leases of claimed tasks. Returns, per lease, whether the
-  // attempt still owns its task (false: stop the handler).
-  absl::StatusOr<std::vector<bool>> ExtendLeases(std::span<const Lease> leases);
+  // attempt still owns its task (kOwned, extended), no longer does (kLost:
+  // stop the handler), or owns it but its run asked it to stop
+  // (kCancelRequested: not extended; fire the handler's cancel token).
+  absl::StatusOr<std::vector<LeaseState>> ExtendLeases(
+      std::span<const Lease> leases);
   // Gives claimed tasks whose handlers never started back to their queue
   // (graceful shutdown): no attempt is used, their place in line is kept,
   // and the ledger records `released`. Stale leases are skipped.

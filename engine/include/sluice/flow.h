@@ -53,8 +53,8 @@ std::string_view ToString(StepKind kind);
 std::string_view ToString(Policy policy);
 std::string_view ToString(QueueMode mode);
 
-// How the delay before a retry grows: exponential waits base * 2^(n-1)
-// before attempt n+1; fixed waits base every time.
+// How the delay before a retry grows: after the n-th failed attempt of a
+// budget, exponential waits floor(base * 2^n); fixed waits base every time.
 enum class BackoffKind { kExponential, kFixed };
 std::string_view ToString(BackoffKind kind);
 

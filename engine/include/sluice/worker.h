@@ -40,6 +40,10 @@ struct WorkerStats {
   int64_t completed = 0;
   int64_t failed = 0;  // failed attempts, retried or not
   int64_t stale = 0;   // results that no longer owned their task
+  // Attempts that ended cancelled: their run asked them to stop.
+  int64_t cancelled = 0;
+  // Claimed tasks given back unstarted when the worker stopped.
+  int64_t released = 0;
   // Results the backend refused to store; a failure naming the refusal was
   // stored in their place (also counted in `failed`).
   int64_t rejected = 0;

@@ -1,0 +1,30 @@
+// Attempts ledger entries: one per ended attempt, written in the same
+// transaction as the transition that ended it (docs/decisions/0018).
+#ifndef SLUICE_ENGINE_LEDGER_H_
+#define SLUICE_ENGINE_LEDGER_H_
+
+#include <string>
+
+#include "absl/time/time.h"
+#include "sluice/records.h"
+
+namespace sluice {
+
+// The entry for the attempt `task` (as it was while started) ended with.
+inline AttemptRecord EndedAttempt(const TaskRecord& task,
+                                  AttemptOutcome outcome, absl::Time now,
+                                  std::string error = "") {
+  AttemptRecord a;
+  a.task = task.key;
+  a.attempt = task.attempts;
+  a.worker_id = task.worker_id;
+  a.started_at = task.started_at;
+  a.finished_at = now;
+  a.outcome = outcome;
+  a.error = std::move(error);
+  return a;
+}
+
+}  // namespace sluice
+
+#endif  // SLUICE_ENGINE_LEDGER_H_
