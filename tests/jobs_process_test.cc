@@ -261,10 +261,10 @@ TEST_P(JobsProcessTest, TenThousandJobs_OneWorkerKilled_EachRunsOncePerRule) {
           other.claimed >= plan[index].visible_at + kClaimSkew) {
         ++inversions;
         ADD_FAILURE() << "job " << run_id.ToString() << " (priority "
-                      << me.priority << ", claimable "
-                      << plan[index].visible_at << ") was claimed at "
-                      << me.claimed << ", after priority " << other.priority
-                      << " job " << other.run << " at " << other.claimed;
+                      << me.priority << ", claimable " << plan[index].visible_at
+                      << ") was claimed at " << me.claimed
+                      << ", after priority " << other.priority << " job "
+                      << other.run << " at " << other.claimed;
         break;
       }
     }

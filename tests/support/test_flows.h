@@ -51,13 +51,13 @@ inline Flow FleetFlow(Handler job) {
 // "proc_job" on queue "proc": a job with a short timeout and no retry
 // delay, for the jobs process test.
 inline Job ProcJob(Handler handler) {
-  return Job("proc_job",
-             {.queue = "proc",
-              .max_attempts = 3,
-              .backoff = {.kind = BackoffKind::kFixed,
-                          .delay = absl::ZeroDuration()},
-              .timeout = kProcJobTimeout},
-             std::move(handler));
+  return Job(
+      "proc_job",
+      {.queue = "proc",
+       .max_attempts = 3,
+       .backoff = {.kind = BackoffKind::kFixed, .delay = absl::ZeroDuration()},
+       .timeout = kProcJobTimeout},
+      std::move(handler));
 }
 
 }  // namespace sluice::testing

@@ -154,27 +154,25 @@ int main(int argc, char** argv) {
     options.sweep_interval = absl::Milliseconds(200);
     const int hang_after = int_arg("hang_after", -1);
     auto calls = std::make_shared<std::atomic<int>>(0);
-    flow = testing::ProcJob(
-               [&, hang_after, calls](const Json& payload,
-                                      TaskContext& ctx) -> absl::StatusOr<Json> {
-                 const absl::Time claimed =
-                     ctx.deadline() - testing::kProcJobTimeout;
-                 {
-                   absl::MutexLock lock(&log_mu);
-                   log << ctx.run_id().ToString() << " "
-                       << payload.at("p").as_int64() << " "
-                       << absl::ToUnixMicros(claimed) << " " << ctx.attempt()
-                       << "\n";
-                   log.flush();
-                 }
-                 if (hang_after >= 0 && calls->fetch_add(1) >= hang_after) {
-                   static std::once_flag announced;
-                   std::call_once(announced, [] { Say("hang"); });
-                   while (true) pause();  // killed here
-                 }
-                 return payload;
-               })
-               .flow();
+    flow =
+        testing::ProcJob([&, hang_after, calls](
+                             const Json& payload,
+                             TaskContext& ctx) -> absl::StatusOr<Json> {
+          const absl::Time claimed = ctx.deadline() - testing::kProcJobTimeout;
+          {
+            absl::MutexLock lock(&log_mu);
+            log << ctx.run_id().ToString() << " " << payload.at("p").as_int64()
+                << " " << absl::ToUnixMicros(claimed) << " " << ctx.attempt()
+                << "\n";
+            log.flush();
+          }
+          if (hang_after >= 0 && calls->fetch_add(1) >= hang_after) {
+            static std::once_flag announced;
+            std::call_once(announced, [] { Say("hang"); });
+            while (true) pause();  // killed here
+          }
+          return payload;
+        }).flow();
   } else if (mode == "announce") {
     options.poll_interval = absl::Minutes(1);
     options.heartbeat_interval = absl::Minutes(1);
