@@ -1,6 +1,6 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
-//   sluice-bench --backend URL --workload W1|W2|W3 [--no-baseline]
+//   sluice-bench --backend URL --workload W1|W2|W3|W4 [--no-baseline]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
@@ -8,12 +8,16 @@
 //     (12 tasks a run).
 // W3: 200 one-step jobs started one after another on an idle worker;
 //     enqueue-to-handler-start latency (see latency_workload.h).
+// W4: 20,000 jobs through Enqueue (priorities 0-9, every tenth with a
+//     dedupe key), one worker at concurrency 10, measured next to W1 in the
+//     same run: the job layer's cost over plain runs.
 //
 // The last line is:
 //   RESULT workload=W1 backend=<name> tasks_per_s=<n> [baseline_per_s=<b>
 //   ratio=<r>]
 //   RESULT workload=W3 backend=<name> p50_ms=<x> p99_ms=<y> wake=<path>
 //   [baseline_p50_ms=<b> ratio=<r>]
+//   RESULT workload=W4 backend=<name> jobs_per_s=<n> w1_per_s=<w> ratio=<r>
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
 // postgres_support.h), so the ratio survives a noisy machine.
@@ -24,6 +28,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <string>
 
 #include "absl/time/clock.h"
@@ -76,9 +81,51 @@ Flow MapReduceFlow() {
   return flow;
 }
 
+Job BenchJob() {
+  return Job("bench_w4", {.queue = "bench_w4"},
+             [](const Json& payload, TaskContext&) -> absl::StatusOr<Json> {
+               return payload;
+             });
+}
+
+// Submits runs [first, end); called for each batch of kEnqueueBatch.
+using Submit = std::function<absl::Status(Engine&, int first, int end)>;
+constexpr int kEnqueueBatch = 500;
+
+absl::Status StartRunsOf(const std::string& flow_slug, Engine& engine,
+                         int first, int end) {
+  std::vector<Json> inputs;
+  for (int i = first; i < end; ++i) {
+    inputs.push_back(boost::json::object{{"n", i}});
+  }
+  return engine.StartRuns(flow_slug, inputs).status();
+}
+
+// W4's items: priority i % 10, and every tenth carries a dedupe key of its
+// own (so every job runs, and each pays for the registry).
+absl::Status EnqueueJobs(const std::string& job_name, Engine& engine, int first,
+                         int end) {
+  std::vector<Engine::EnqueueItem> items;
+  for (int i = first; i < end; ++i) {
+    Engine::EnqueueItem item{.payload = boost::json::object{{"n", i}}};
+    item.options.priority = i % 10;
+    if (i % 10 == 3)
+      item.options.dedupe = Dedupe{.key = "k" + std::to_string(i)};
+    items.push_back(std::move(item));
+  }
+  absl::StatusOr<std::vector<EnqueueResult>> results =
+      engine.EnqueueMany(job_name, items);
+  if (!results.ok()) return results.status();
+  for (const EnqueueResult& r : *results) {
+    if (r.duplicate) return absl::InternalError("a W4 job was a duplicate");
+  }
+  return absl::OkStatus();
+}
+
 // Runs `runs` runs of `flow` through one worker; returns tasks per second.
 absl::StatusOr<double> RunWorkload(const Options& options, const Flow& flow,
-                                   int runs, int tasks_per_run) {
+                                   int runs, int tasks_per_run,
+                                   const Submit& submit) {
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       OpenBackend(options.backend);
   if (!backend.ok()) return backend.status();
@@ -91,16 +138,11 @@ absl::StatusOr<double> RunWorkload(const Options& options, const Flow& flow,
       (*engine)->StartWorker(flow, worker_options);
   if (!worker.ok()) return worker.status();
 
-  constexpr int kEnqueueBatch = 500;
   absl::Time start = absl::Now();
   for (int first = 0; first < runs; first += kEnqueueBatch) {
-    std::vector<Json> inputs;
-    for (int i = first; i < std::min(runs, first + kEnqueueBatch); ++i) {
-      inputs.push_back(boost::json::object{{"n", i}});
-    }
-    absl::StatusOr<std::vector<RunId>> started =
-        (*engine)->StartRuns(flow.slug(), inputs);
-    if (!started.ok()) return started.status();
+    absl::Status submitted =
+        submit(**engine, first, std::min(runs, first + kEnqueueBatch));
+    if (!submitted.ok()) return submitted;
   }
   // Done when the worker has completed every task. Polling its counters
   // costs the engine nothing, unlike subscribing to events.
@@ -149,8 +191,9 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
       return absl::InvalidArgumentError("unknown argument " + a);
     }
   }
-  if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3") {
-    return absl::InvalidArgumentError("--workload must be W1, W2 or W3");
+  if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3" &&
+      o.workload != "W4") {
+    return absl::InvalidArgumentError("--workload must be W1, W2, W3 or W4");
   }
   return o;
 }
@@ -211,8 +254,12 @@ int RunThroughput(const Options& options) {
   absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
   if (!fresh.ok()) return Report(fresh.status());
   measured.backend = *fresh;
-  absl::StatusOr<double> rate = RunWorkload(
-      measured, w1 ? JobFlow() : MapReduceFlow(), runs, tasks_per_run);
+  const Flow flow = w1 ? JobFlow() : MapReduceFlow();
+  absl::StatusOr<double> rate =
+      RunWorkload(measured, flow, runs, tasks_per_run,
+                  [&](Engine& engine, int first, int end) {
+                    return StartRunsOf(flow.slug(), engine, first, end);
+                  });
   if (!rate.ok()) return Report(rate.status());
   std::printf("RESULT workload=%s backend=%s tasks_per_s=%.0f",
               options.workload.c_str(), BackendName(options.backend).c_str(),
@@ -221,6 +268,38 @@ int RunThroughput(const Options& options) {
     std::printf(" baseline_per_s=%.0f ratio=%.2f", baseline, *rate / baseline);
   }
   std::printf("\n");
+  return 0;
+}
+
+// W1 then W4 on fresh storage each, so the ratio is of the same moment.
+int RunJobs(const Options& options) {
+  constexpr int kJobs = 20'000;
+  double rates[2] = {0, 0};
+  for (int w4 = 0; w4 < 2; ++w4) {
+    Options measured = options;
+    absl::StatusOr<std::string> fresh =
+        FreshUrl(options.backend, w4 ? "" : ".baseline");
+    if (!fresh.ok()) return Report(fresh.status());
+    measured.backend = *fresh;
+    const Job job = BenchJob();
+    const Flow flow = w4 ? job.flow() : JobFlow();
+    absl::StatusOr<double> rate = RunWorkload(
+        measured, flow, kJobs, 1, [&](Engine& engine, int first, int end) {
+          return w4 ? EnqueueJobs(job.name(), engine, first, end)
+                    : StartRunsOf(flow.slug(), engine, first, end);
+        });
+    if (!rate.ok()) return Report(rate.status());
+    rates[w4] = *rate;
+    std::printf("%s: %d jobs, %.0f jobs/s\n",
+                w4 ? "W4 (Enqueue, priorities, dedupe keys)"
+                   : "W1 (StartRuns of a one-step flow)",
+                kJobs, *rate);
+  }
+  std::printf(
+      "RESULT workload=W4 backend=%s jobs_per_s=%.0f w1_per_s=%.0f "
+      "ratio=%.2f\n",
+      BackendName(options.backend).c_str(), rates[1], rates[0],
+      rates[1] / rates[0]);
   return 0;
 }
 
@@ -265,10 +344,11 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
-                 "--workload W1|W2|W3 [--no-baseline]\n",
+                 "--workload W1|W2|W3|W4 [--no-baseline]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
   if (options->workload == "W3") return RunLatency(*options);
+  if (options->workload == "W4") return RunJobs(*options);
   return RunThroughput(*options);
 }

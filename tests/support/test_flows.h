@@ -6,8 +6,12 @@
 #include <functional>
 
 #include "sluice/flow.h"
+#include "sluice/job.h"
 
 namespace sluice::testing {
+
+// ProcJob's lease: a claim's time is a handler's deadline minus this.
+inline constexpr absl::Duration kProcJobTimeout = absl::Seconds(2);
 
 // "crashy": map over the run input (integers), then sum. The map handler is
 // given by the caller so a process can hang on one element.
@@ -42,6 +46,18 @@ inline Flow FleetFlow(Handler job) {
                       .timeout = absl::Seconds(2)});
   flow.Step("job", std::move(job));
   return flow;
+}
+
+// "proc_job" on queue "proc": a job with a short timeout and no retry
+// delay, for the jobs process test.
+inline Job ProcJob(Handler handler) {
+  return Job(
+      "proc_job",
+      {.queue = "proc",
+       .max_attempts = 3,
+       .backoff = {.kind = BackoffKind::kFixed, .delay = absl::ZeroDuration()},
+       .timeout = kProcJobTimeout},
+      std::move(handler));
 }
 
 }  // namespace sluice::testing

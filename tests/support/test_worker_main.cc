@@ -13,6 +13,10 @@
 //             writes "hang" to stdout (once) and blocks until the process is
 //             killed. Short leases and a fast sweeper, so the survivors of
 //             a killed worker take its tasks back within seconds.
+//   jobs      serves ProcJob. log=PATH: appends "RUN_ID PRIORITY CLAIM_US
+//             ATTEMPT" to PATH before returning (the payload's "p" is the
+//             priority; the claim time is the deadline minus the lease);
+//             hang_after=N as for fleet.
 //   announce  writes "started RUN_ID" to stdout as each handler starts. It
 //             polls and heartbeats only once a minute and never sweeps, so
 //             whatever wakes it sooner is a notification.
@@ -61,7 +65,7 @@ int main(int argc, char** argv) {
   using namespace sluice;
   if (argc < 3) {
     std::fprintf(stderr,
-                 "usage: %s crashy|shared|fleet|announce BACKEND_URL "
+                 "usage: %s crashy|shared|fleet|jobs|announce BACKEND_URL "
                  "[NAME=VALUE...]\n",
                  argv[0]);
     return 2;
@@ -142,6 +146,33 @@ int main(int argc, char** argv) {
           }
           return in.at("run");
         });
+  } else if (mode == "jobs") {
+    engine_options.claim_grace = absl::Milliseconds(200);
+    engine_options.recovery_grace = absl::Milliseconds(500);
+    engine_options.report_stale_after = absl::Seconds(1);
+    options.batch_size = 10;
+    options.sweep_interval = absl::Milliseconds(200);
+    const int hang_after = int_arg("hang_after", -1);
+    auto calls = std::make_shared<std::atomic<int>>(0);
+    flow =
+        testing::ProcJob([&, hang_after, calls](
+                             const Json& payload,
+                             TaskContext& ctx) -> absl::StatusOr<Json> {
+          const absl::Time claimed = ctx.deadline() - testing::kProcJobTimeout;
+          {
+            absl::MutexLock lock(&log_mu);
+            log << ctx.run_id().ToString() << " " << payload.at("p").as_int64()
+                << " " << absl::ToUnixMicros(claimed) << " " << ctx.attempt()
+                << "\n";
+            log.flush();
+          }
+          if (hang_after >= 0 && calls->fetch_add(1) >= hang_after) {
+            static std::once_flag announced;
+            std::call_once(announced, [] { Say("hang"); });
+            while (true) pause();  // killed here
+          }
+          return payload;
+        }).flow();
   } else if (mode == "announce") {
     options.poll_interval = absl::Minutes(1);
     options.heartbeat_interval = absl::Minutes(1);
