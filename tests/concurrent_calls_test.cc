@@ -163,6 +163,9 @@ TEST_P(ConcurrentCallsTest, EveryCallAtOnce_NoDeadlockAndNothingLeftBehind) {
   constexpr absl::Duration kChurn = absl::Seconds(5);
   constexpr int kMaxRuns = 1000;
   constexpr int kLiveRuns = 40;
+  // Started even when kChurn passes first (a slow machine, ThreadSanitizer),
+  // so that the checks below always have runs to look at.
+  constexpr int kMinRuns = 24;
   ChurnLedger ledger;
   std::atomic<bool> starting_done{false};
   std::atomic<bool> stop{false};
@@ -183,7 +186,8 @@ TEST_P(ConcurrentCallsTest, EveryCallAtOnce_NoDeadlockAndNothingLeftBehind) {
                                : 0;
   threads.Start("starter", [&](CallThreads::Slot& slot) {
     const absl::Time end = absl::Now() + kChurn;
-    for (int next = 0; next < kMaxRuns && absl::Now() < end;) {
+    for (int next = 0;
+         next < kMaxRuns && (absl::Now() < end || next < kMinRuns);) {
       // Keeps about kLiveRuns runs going.
       if (next - finishing >= kLiveRuns) {
         absl::SleepFor(absl::Milliseconds(5));
