@@ -147,8 +147,8 @@ TEST_P(LedgerContractTest, AppendAttempts_ExistingAttempt_FailsAndAppendsNone) {
   }
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->AppendAttempts(
-                  {{Attempt(1, 0, 1, 1), Attempt(1, 0, 1, 1)}})),
+    EXPECT_EQ(WriteCode(*tx, tx->AppendAttempts(
+                                 {{Attempt(1, 0, 1, 1), Attempt(1, 0, 1, 1)}})),
               absl::StatusCode::kAlreadyExists);
   }
   EXPECT_EQ(ValueOf(Begin()->ListAttempts(RunNo(1))).size(), 1u);
