@@ -87,6 +87,21 @@ template <typename T>
 absl::StatusCode CodeOf(const T& result) {
   return StatusOf(result).code();
 }
+// The code a write failed with. A backend may queue a write and report its
+// failure, with the write's own code, at the next call that waits (Postgres
+// pipelines writes: docs/decisions/0011-postgres-backend.md); so after a
+// write that returned OK this makes such a call (a read) and returns its
+// code. Either way the transaction is unusable after a failure.
+inline absl::StatusCode WriteCode(Transaction& tx, const absl::Status& write) {
+  if (!write.ok()) return write.code();
+  return tx.CountReports().status().code();
+}
+// The same for a write made by `write(tx)` in a transaction of its own.
+template <typename Write>
+absl::StatusCode WriteCode(std::unique_ptr<Transaction> tx, Write write) {
+  absl::Status status = write(*tx);
+  return WriteCode(*tx, status);
+}
 // The value, or T() after failing the test. Returns by value, so a range-for
 // over it does not dangle.
 template <typename T>

@@ -130,7 +130,7 @@ inline constexpr std::string_view kInsertRuns =
     "i.external_key, i.metadata, i.options, i.cancel_requested FROM "
     "unnest($1::uuid[], $2::text[], $3::text[], $4::int[], $5::text[], "
     "$6::timestamptz[], $7::timestamptz[], $8::json[], $9::json[], "
-    "$10::int[], $11::text[], $12::jsonb[], $13::json[], $14::bool[]) WITH "
+    "$10::int[], $11::text[], $12::json[], $13::json[], $14::bool[]) WITH "
     "ORDINALITY AS i(run_id, flow_slug, status, remaining_steps, error, "
     "started_at, finished_at, input, output, priority, external_key, "
     "metadata, options, cancel_requested, ord) ORDER BY i.ord";

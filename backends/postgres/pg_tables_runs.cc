@@ -106,8 +106,8 @@ const std::string& ListRuns(RunQuery::OrderBy order_by, bool newest_first,
           "(cardinality($1::text[]) = 1 AND r.flow_slug = ($1::text[])[1]) OR "
           "(cardinality($1::text[]) > 1 AND r.flow_slug = ANY($1::text[]))) "
           "AND ($2::text[] IS NULL OR r.status = "
-          "ANY($2::text[])) AND ($3::jsonb IS NULL OR r.metadata @> "
-          "$3::jsonb) AND ($4::timestamptz IS NULL OR ",
+          "ANY($2::text[])) AND ($3::jsonb IS NULL OR r.metadata::jsonb "
+          "@> $3::jsonb) AND ($4::timestamptz IS NULL OR ",
           time, " >= $4::timestamptz) AND ($5::timestamptz IS NULL OR ", time,
           " < $5::timestamptz) AND ($6::timestamptz IS NULL OR (", time,
           ", r.run_id) ", newest_first ? "<" : ">",

@@ -1,9 +1,9 @@
 -- Sluice schema version 3: jobs (backend interface v4).
 --
 -- Runs gain a priority, an external key (a job's explicit id or a run's
--- idempotency key, unique per flow when not empty), metadata (jsonb, for
--- containment filters; NULL for none), engine-owned options (json, kept
--- byte for byte; NULL for none) and a cancel request. Tasks gain the start of
+-- idempotency key, unique per flow when not empty), metadata and
+-- engine-owned options (json, kept byte for byte like every payload; NULL
+-- for none; listings filter metadata as jsonb) and a cancel request. Tasks gain the start of
 -- their attempt budget, a cancel request and options. Queues can be paused.
 -- New tables: the attempts ledger and the dedupe registry.
 --
@@ -29,7 +29,7 @@ ALTER TABLE sluice.queues ADD COLUMN paused boolean NOT NULL DEFAULT false;
 ALTER TABLE sluice.runs
   ADD COLUMN priority integer NOT NULL DEFAULT 0,
   ADD COLUMN external_key text NOT NULL DEFAULT '',
-  ADD COLUMN metadata jsonb,
+  ADD COLUMN metadata json,
   ADD COLUMN options json,
   ADD COLUMN cancel_requested boolean NOT NULL DEFAULT false;
 CREATE UNIQUE INDEX runs_by_external_key ON sluice.runs (flow_slug, external_key)
