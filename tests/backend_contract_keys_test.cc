@@ -151,7 +151,8 @@ TEST_P(KeyContractTest, InsertRuns_ExistingExternalKey_FailsAndAddsNone) {
   {
     std::unique_ptr<Transaction> tx = Begin();
     EXPECT_EQ(
-        CodeOf(tx->InsertRuns(Movable({KeyedRun(2, "j"), KeyedRun(3, "k")}))),
+        FailureOf(
+            *tx, tx->InsertRuns(Movable({KeyedRun(2, "j"), KeyedRun(3, "k")}))),
         absl::StatusCode::kAlreadyExists);
   }
   std::unique_ptr<Transaction> tx = Begin();
@@ -166,7 +167,8 @@ TEST_P(KeyContractTest, InsertRuns_SameKeyTwiceInOneBatch_FailsAndAddsNone) {
   {
     std::unique_ptr<Transaction> tx = Begin();
     EXPECT_EQ(
-        CodeOf(tx->InsertRuns(Movable({KeyedRun(1, "k"), KeyedRun(2, "k")}))),
+        FailureOf(
+            *tx, tx->InsertRuns(Movable({KeyedRun(1, "k"), KeyedRun(2, "k")}))),
         absl::StatusCode::kAlreadyExists);
   }
   EXPECT_EQ(ValueOf(GetRun(*Begin(), RunNo(1))), std::nullopt);

@@ -127,8 +127,8 @@ TEST_P(LedgerContractTest, AppendAttempts_UnknownRun_FailsAndAppendsNone) {
   SeedTasks();
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->AppendAttempts(
-                  {{Attempt(1, 0, 0, 1), Attempt(9, 0, 0, 1)}})),
+    EXPECT_EQ(FailureOf(*tx, tx->AppendAttempts(
+                                 {{Attempt(1, 0, 0, 1), Attempt(9, 0, 0, 1)}})),
               absl::StatusCode::kNotFound);
   }
   EXPECT_THAT(ValueOf(Begin()->ListAttempts(RunNo(1))), IsEmpty());
@@ -141,14 +141,14 @@ TEST_P(LedgerContractTest, AppendAttempts_ExistingAttempt_FailsAndAppendsNone) {
   });
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->AppendAttempts(
-                  {{Attempt(1, 0, 0, 2), Attempt(1, 0, 0, 1)}})),
+    EXPECT_EQ(FailureOf(*tx, tx->AppendAttempts(
+                                 {{Attempt(1, 0, 0, 2), Attempt(1, 0, 0, 1)}})),
               absl::StatusCode::kAlreadyExists);
   }
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->AppendAttempts(
-                  {{Attempt(1, 0, 1, 1), Attempt(1, 0, 1, 1)}})),
+    EXPECT_EQ(FailureOf(*tx, tx->AppendAttempts(
+                                 {{Attempt(1, 0, 1, 1), Attempt(1, 0, 1, 1)}})),
               absl::StatusCode::kAlreadyExists);
   }
   EXPECT_EQ(ValueOf(Begin()->ListAttempts(RunNo(1))).size(), 1u);

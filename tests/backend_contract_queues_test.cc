@@ -31,9 +31,13 @@ TEST_P(BackendContractTest, QueueOperations_UnknownQueue_FailWithNotFound) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(CodeOf(Begin()->ReadMessages("nope", kT0, 1, At(30), Fields::kAll)),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(CodeOf(Begin()->SetVisibility("nope", {{{.message_id = 1}}})),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.SetVisibility("nope", {{{.message_id = 1}}});
+            }),
             absl::StatusCode::kNotFound);
-  EXPECT_EQ(CodeOf(Begin()->ArchiveMessages("nope", {{1}}, kT0)),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.ArchiveMessages("nope", {{1}}, kT0);
+            }),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(CodeOf(Begin()->LookupMessage("nope", 1)),
             absl::StatusCode::kNotFound);

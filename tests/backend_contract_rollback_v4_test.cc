@@ -182,7 +182,7 @@ TEST_P(RollbackV4ContractTest, FailedCall_RollsBackEarlierV4Writes) {
         {{AttemptRecord{.task = {RunNo(1), 0, 1}, .attempt = 1}}}));
     RunRecord duplicate = MakeRun(2);
     duplicate.external_key = "k1";
-    EXPECT_EQ(CodeOf(tx->InsertRuns(Movable({duplicate}))),
+    EXPECT_EQ(FailureOf(*tx, tx->InsertRuns(Movable({duplicate}))),
               absl::StatusCode::kAlreadyExists);
   }
   EXPECT_EQ(Snapshot(), before);

@@ -48,14 +48,14 @@ TEST_P(BackendContractTest, InsertRuns_ExistingId_FailsWithAlreadyExists) {
   Committed(
       [](Transaction& tx) { ASSERT_OK(tx.InsertRuns(Movable({MakeRun(1)}))); });
   std::unique_ptr<Transaction> tx = Begin();
-  EXPECT_EQ(CodeOf(tx->InsertRuns(Movable({MakeRun(2), MakeRun(1)}))),
+  EXPECT_EQ(FailureOf(*tx, tx->InsertRuns(Movable({MakeRun(2), MakeRun(1)}))),
             absl::StatusCode::kAlreadyExists);
 }
 
 TEST_P(BackendContractTest, InsertRuns_SameIdTwiceInOneBatch_FailsAndAddsNone) {
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->InsertRuns(Movable({MakeRun(1), MakeRun(1)}))),
+    EXPECT_EQ(FailureOf(*tx, tx->InsertRuns(Movable({MakeRun(1), MakeRun(1)}))),
               absl::StatusCode::kAlreadyExists);
   }
   ASSERT_OK_AND_ASSIGN(
@@ -138,7 +138,7 @@ TEST_P(BackendContractTest, UpdateRuns_UnknownRun_FailsAndUpdatesNone) {
   completed.status = RunStatus::kCompleted;
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->UpdateRuns(Movable({completed, MakeRun(2)}))),
+    EXPECT_EQ(FailureOf(*tx, tx->UpdateRuns(Movable({completed, MakeRun(2)}))),
               absl::StatusCode::kNotFound);
   }
   EXPECT_EQ(ValueOf(GetRun(*Begin(), RunNo(1)))->status, RunStatus::kStarted);

@@ -102,12 +102,16 @@ TEST_P(BackendContractTest, GetStepStates_UnknownRun_ReturnsNone) {
 TEST_P(BackendContractTest,
        InsertStepStates_ExistingStep_FailsWithAlreadyExists) {
   SeedRun();
-  EXPECT_EQ(CodeOf(Begin()->InsertStepStates(Movable({MakeStep(1, 1)}))),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.InsertStepStates(Movable({MakeStep(1, 1)}));
+            }),
             absl::StatusCode::kAlreadyExists);
 }
 
 TEST_P(BackendContractTest, InsertStepStates_UnknownRun_FailsWithNotFound) {
-  EXPECT_EQ(CodeOf(Begin()->InsertStepStates(Movable({MakeStep(1, 0)}))),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.InsertStepStates(Movable({MakeStep(1, 0)}));
+            }),
             absl::StatusCode::kNotFound);
 }
 
@@ -146,7 +150,9 @@ TEST_P(BackendContractTest, UpdateStepStates_WritesAllButTheCounters) {
 
 TEST_P(BackendContractTest, UpdateStepStates_UnknownStep_FailsWithNotFound) {
   SeedRun();
-  EXPECT_EQ(CodeOf(Begin()->UpdateStepStates(Movable({MakeStep(1, 5)}))),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.UpdateStepStates(Movable({MakeStep(1, 5)}));
+            }),
             absl::StatusCode::kNotFound);
 }
 

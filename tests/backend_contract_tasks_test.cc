@@ -86,13 +86,17 @@ TEST_P(BackendContractTest, InsertTasks_ExistingKey_FailsWithAlreadyExists) {
   Committed([](Transaction& tx) {
     ASSERT_OK(tx.InsertTasks(Movable({MakeTask(1, 0, 0, 1)})));
   });
-  EXPECT_EQ(CodeOf(Begin()->InsertTasks(Movable({MakeTask(1, 0, 0, 2)}))),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.InsertTasks(Movable({MakeTask(1, 0, 0, 2)}));
+            }),
             absl::StatusCode::kAlreadyExists);
 }
 
 TEST_P(BackendContractTest, InsertTasks_UnknownRun_FailsWithNotFound) {
   SeedRun();
-  EXPECT_EQ(CodeOf(Begin()->InsertTasks(Movable({MakeTask(2, 0, 0, 1)}))),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.InsertTasks(Movable({MakeTask(2, 0, 0, 1)}));
+            }),
             absl::StatusCode::kNotFound);
 }
 
@@ -106,8 +110,8 @@ TEST_P(BackendContractTest, InsertTasks_MessageOfAnotherTask_FailsAndAddsNone) {
   });
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->InsertTasks(
-                  Movable({MakeTask(1, 1, 0, 2), MakeTask(1, 1, 1, 1)}))),
+    EXPECT_EQ(FailureOf(*tx, tx->InsertTasks(Movable({MakeTask(1, 1, 0, 2),
+                                                      MakeTask(1, 1, 1, 1)}))),
               absl::StatusCode::kAlreadyExists);
   }
   std::unique_ptr<Transaction> tx = Begin();

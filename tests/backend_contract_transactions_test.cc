@@ -252,7 +252,7 @@ TEST_P(BackendContractTest, FailedCall_RollsBackEarlierCallsOfItsTransaction) {
   {
     std::unique_ptr<Transaction> tx = Begin();
     ASSERT_OK(tx->InsertRuns(Movable({MakeRun(2)})));
-    EXPECT_EQ(CodeOf(tx->InsertRuns(Movable({MakeRun(3), MakeRun(1)}))),
+    EXPECT_EQ(FailureOf(*tx, tx->InsertRuns(Movable({MakeRun(3), MakeRun(1)}))),
               absl::StatusCode::kAlreadyExists);
   }
   std::unique_ptr<Transaction> tx = Begin();
@@ -273,7 +273,7 @@ TEST_P(BackendContractTest, CallsAfterCommit_FailWithFailedPrecondition) {
 
 TEST_P(BackendContractTest, CallsAfterAFailedCall_FailWithFailedPrecondition) {
   std::unique_ptr<Transaction> tx = Begin();
-  ASSERT_EQ(CodeOf(tx->UpdateRuns(Movable({MakeRun(1)}))),
+  ASSERT_EQ(FailureOf(*tx, tx->UpdateRuns(Movable({MakeRun(1)}))),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(CodeOf(GetRun(*tx, RunNo(1), LockMode::kNone)),
             absl::StatusCode::kFailedPrecondition);
@@ -331,8 +331,9 @@ TEST_P(BackendContractTest, InsertFlow_ExistingSlug_FailsWithAlreadyExists) {
   });
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(CodeOf(tx->InsertFlow({.slug = "greet", .definition = J("2")})),
-              absl::StatusCode::kAlreadyExists);
+    EXPECT_EQ(
+        FailureOf(*tx, tx->InsertFlow({.slug = "greet", .definition = J("2")})),
+        absl::StatusCode::kAlreadyExists);
   }
   ASSERT_OK_AND_ASSIGN(std::optional<FlowRecord> flow,
                        Begin()->GetFlow("greet"));
@@ -372,10 +373,10 @@ TEST_P(BackendContractTest, CreateQueue_ExistingName_FailsAndKeepsTheOwner) {
   });
   {
     std::unique_ptr<Transaction> tx = Begin();
-    EXPECT_EQ(
-        CodeOf(tx->CreateQueue(
-            {.name = "shared", .owner_flow = "greet", .created_at = kT0})),
-        absl::StatusCode::kAlreadyExists);
+    EXPECT_EQ(FailureOf(*tx, tx->CreateQueue({.name = "shared",
+                                              .owner_flow = "greet",
+                                              .created_at = kT0})),
+              absl::StatusCode::kAlreadyExists);
   }
   ASSERT_OK_AND_ASSIGN(std::optional<QueueRecord> queue,
                        Begin()->GetQueue("shared"));
