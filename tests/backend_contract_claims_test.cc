@@ -162,7 +162,9 @@ TEST_P(ClaimContractTest, ReadMessages_PausedQueue_ReadsNothingUntilResumed) {
 }
 
 TEST_P(ClaimContractTest, SetQueuePaused_UnknownQueue_FailsWithNotFound) {
-  EXPECT_EQ(CodeOf(Begin()->SetQueuePaused("nope", true)),
+  EXPECT_EQ(FailureOfWrite([](Transaction& tx) {
+              return tx.SetQueuePaused("nope", true);
+            }),
             absl::StatusCode::kNotFound);
 }
 

@@ -331,6 +331,15 @@ inline RunRecord Ended(uint64_t n, RunStatus status, absl::Time finished_at) {
   return run;
 }
 
+// The code of a write that must fail. A backend reports it at once or, if it
+// pipelines writes (Postgres, docs/decisions/0011-postgres-backend.md), at
+// the next call that waits for the server: here CountReports(). Either way
+// the transaction is unusable afterwards.
+inline absl::StatusCode FailureOf(Transaction& tx, const absl::Status& write) {
+  if (!write.ok()) return write.code();
+  return tx.CountReports().status().code();
+}
+
 inline std::vector<RunId> RunIdsOf(const std::vector<RunRecord>& runs) {
   std::vector<RunId> ids;
   for (const RunRecord& r : runs) ids.push_back(r.run_id);
@@ -344,6 +353,13 @@ class BackendContractTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override;
   void TearDown() override;
+
+  // FailureOf(write(tx)) in a transaction of its own, then dropped.
+  template <typename Write>
+  absl::StatusCode FailureOfWrite(Write write) {
+    std::unique_ptr<Transaction> tx = Begin();
+    return FailureOf(*tx, write(*tx));
+  }
 
   std::unique_ptr<Transaction> Begin() {
     absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
