@@ -159,9 +159,10 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
     if (group.positions.empty()) continue;
     ArrayLiteral ids, steps, indexes, statuses, attempts, errors, started,
         finished, stalls, requeued, workers, outputs, expected_statuses,
-        expected_attempts, budgets, cancels;
+        expected_attempts, budgets, cancels, message_ids;
     for (size_t i : group.positions) {
       const TaskRecord& task = updates[i].task;
+      message_ids.Int(task.message_id);
       budgets.Int(task.budget_start);
       cancels.Bool(task.cancel_requested);
       ids.RunId(task.key.run_id);
@@ -183,7 +184,7 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
     for (ArrayLiteral* column :
          {&ids, &steps, &indexes, &statuses, &attempts, &errors, &started,
           &finished, &stalls, &requeued, &workers, &outputs, &expected_statuses,
-          &expected_attempts, &budgets, &cancels}) {
+          &expected_attempts, &budgets, &cancels, &message_ids}) {
       params.Array(std::move(*column));
     }
     SLUICE_ASSIGN_OR_RETURN(

@@ -251,7 +251,7 @@ inline constexpr std::string_view kUpdateTask =
     "UPDATE tasks SET status = ?4, attempts = ?5, error = ?6, "
     "started_at = ?7, finished_at = ?8, stall_at = ?9, requeued_count = ?10, "
     "worker_id = ?11, output = ?12, budget_start = ?15, "
-    "cancel_requested = ?16 WHERE run_seq = ?1 AND step_index = ?2 "
+    "cancel_requested = ?16, message_id = ?17 WHERE run_seq = ?1 AND step_index = ?2 "
     "AND task_index = ?3 AND status = ?13 AND attempts = ?14";
 
 // ?1 is the run's seq. The status condition repeats tasks_unfinished's

@@ -169,6 +169,7 @@ absl::StatusOr<std::vector<bool>> SqliteTables::UpdateTasks(
     update.BindInt(14, updates[i].expected_attempts);
     update.BindInt(15, task.budget_start);
     update.BindInt(16, task.cancel_requested ? 1 : 0);
+    update.BindInt(17, task.message_id);
     SLUICE_RETURN_IF_ERROR(update.Run());
     applied[i] = update.Changes() == 1;
     update.Reset();

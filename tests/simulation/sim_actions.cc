@@ -21,6 +21,10 @@ std::string_view DispositionName(ResultDisposition d) {
       return "failed";
     case ResultDisposition::kStale:
       return "stale";
+    case ResultDisposition::kCancelled:
+      return "cancelled";
+    case ResultDisposition::kNotFound:
+      return "not_found";
   }
   return "?";
 }
