@@ -344,7 +344,8 @@ TEST_P(BackendContractTest, Writes_PayloadsInAShortLivedResource_AreKept) {
     });
     TaskUpdate update{.task = {.key = {RunNo(1), 0, 0},
                                .status = TaskStatus::kCompleted,
-                               .output = in_arena("task_done")},
+                               .output = in_arena("task_done"),
+                               .message_id = task.message_id},
                       .expected_status = TaskStatus::kQueued,
                       .expected_attempts = 0};
     Committed([&](Transaction& tx) {

@@ -215,8 +215,7 @@ bool World::Heartbeat(SimWorker& worker) {
   }
   if (leases.empty()) return true;
   int64_t before = faulty_->injected();
-  absl::StatusOr<std::vector<LeaseState>> owned =
-      engine_->ExtendLeases(leases);
+  absl::StatusOr<std::vector<LeaseState>> owned = engine_->ExtendLeases(leases);
   if (!owned.ok()) return Expect(owned.status(), before, "ExtendLeases");
   std::vector<bool> drop(worker.in_flight.size(), false);
   std::string line = StrCat("    extended ", leases.size());
