@@ -14,6 +14,7 @@
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "sluice/json.h"
+#include "taken_back.h"
 #include "utf8.h"
 
 namespace sluice {
@@ -381,38 +382,11 @@ absl::Status Engine::ReleaseTasks(std::span<const Lease> leases) {
   }
   if (updates.empty()) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
-  absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> requeued;
-  absl::flat_hash_map<std::string, std::vector<int64_t>> archives;
-  std::vector<AttemptRecord> attempts;
-  std::vector<OutboxReport> reports;
   TransactionEffects effects;
-  for (size_t u = 0; u < updates.size(); ++u) {
-    if (!applied[u]) continue;
-    const TaskRecord& t = updates[u].task;
-    attempts.push_back(std::move(entries[u]));
-    if (t.status == TaskStatus::kQueued) {
-      // Visible now, keeping its place in line.
-      requeued[t.queue_name].push_back({t.message_id, now});
-      effects.queues_to_wake.insert(t.queue_name);
-    } else {
-      archives[t.queue_name].push_back(t.message_id);
-      reports.push_back(OutboxReport{.task = t.key,
-                                     .flow_slug = t.flow_slug,
-                                     .kind = ReportKind::kFailed,
-                                     .created_at = now});
-    }
-  }
-  for (auto& [queue, v] : requeued) {
-    SLUICE_RETURN_IF_ERROR(tx->SetVisibility(queue, v));
-  }
-  for (auto& [queue, ids] : archives) {
-    SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
-  }
-  if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
-  std::vector<int64_t> report_ids;
-  if (!reports.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
-  }
+  SLUICE_ASSIGN_OR_RETURN(
+      TakenBack taken,
+      WriteTakenBack(*tx, updates, applied, entries, now, effects));
+  const std::vector<int64_t>& report_ids = taken.report_ids;
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
   // The push path; the reconcile path catches them if this fails.
   if (absl::Status s = ApplyReports(report_ids); !s.ok()) {

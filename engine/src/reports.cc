@@ -13,6 +13,7 @@
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "taken_back.h"
 #include "write_batch.h"
 
 namespace sluice {
@@ -302,40 +303,12 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
     entries.push_back(std::move(entry));
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
-  absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> requeued;
-  absl::flat_hash_map<std::string, std::vector<int64_t>> archives;
-  std::vector<OutboxReport> reports;
   TransactionEffects effects;
-  int handled = 0;
-  std::vector<AttemptRecord> attempts;
-  for (size_t u = 0; u < updates.size(); ++u) {
-    if (!applied[u]) continue;
-    ++handled;
-    const TaskRecord& t = updates[u].task;
-    attempts.push_back(std::move(entries[u]));
-    if (t.status == TaskStatus::kQueued) {
-      // Visible now, keeping its place in line (effect-mq's rule).
-      requeued[t.queue_name].push_back({t.message_id, now});
-      effects.queues_to_wake.insert(t.queue_name);
-    } else {
-      archives[t.queue_name].push_back(t.message_id);
-      reports.push_back(OutboxReport{.task = t.key,
-                                     .flow_slug = t.flow_slug,
-                                     .kind = ReportKind::kFailed,
-                                     .created_at = now});
-    }
-  }
-  for (auto& [queue, v] : requeued) {
-    SLUICE_RETURN_IF_ERROR(tx->SetVisibility(queue, v));
-  }
-  for (auto& [queue, ids] : archives) {
-    SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
-  }
-  if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
-  std::vector<int64_t> report_ids;
-  if (!reports.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
-  }
+  SLUICE_ASSIGN_OR_RETURN(
+      TakenBack taken,
+      WriteTakenBack(*tx, updates, applied, entries, now, effects));
+  const std::vector<int64_t>& report_ids = taken.report_ids;
+  const int handled = taken.applied;
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
   // The push path; the reconcile path catches them if this fails.
   absl::Status applied_status = ApplyReports(report_ids);
