@@ -476,4 +476,39 @@ void MemoryTransaction::Release() {
   state_.mu.Unlock();
 }
 
+// Interface v5: not implemented yet.
+absl::StatusOr<bool> MemoryTransaction::DeleteFlow(std::string_view flow_slug) {
+  (void)flow_slug;
+  return absl::UnimplementedError("memory: DeleteFlow");
+}
+absl::Status MemoryTransaction::UpdateFlow(const FlowRecord& flow) {
+  (void)flow;
+  return absl::UnimplementedError("memory: UpdateFlow");
+}
+absl::StatusOr<RunCounts> MemoryTransaction::CountRuns(
+    std::string_view flow_slug) {
+  (void)flow_slug;
+  return absl::UnimplementedError("memory: CountRuns");
+}
+absl::Status MemoryTransaction::LockAlias(std::string_view alias) {
+  (void)alias;
+  return absl::UnimplementedError("memory: LockAlias");
+}
+absl::StatusOr<std::optional<AliasRecord>> MemoryTransaction::GetAlias(
+    std::string_view alias) {
+  (void)alias;
+  return absl::UnimplementedError("memory: GetAlias");
+}
+absl::Status MemoryTransaction::PutAlias(const AliasRecord& alias) {
+  (void)alias;
+  return absl::UnimplementedError("memory: PutAlias");
+}
+absl::StatusOr<std::vector<AliasRecord>> MemoryTransaction::ListAliases() {
+  return absl::UnimplementedError("memory: ListAliases");
+}
+absl::StatusOr<bool> MemoryTransaction::DeleteQueue(std::string_view name) {
+  (void)name;
+  return absl::UnimplementedError("memory: DeleteQueue");
+}
+
 }  // namespace sluice::memory

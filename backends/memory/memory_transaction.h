@@ -42,6 +42,15 @@ class MemoryTransaction final : public Transaction {
       std::string_view flow_slug) override;
   absl::Status InsertFlow(const FlowRecord& flow) override;
   absl::StatusOr<std::vector<FlowRecord>> ListFlows() override;
+  absl::StatusOr<bool> DeleteFlow(std::string_view flow_slug) override;
+  absl::Status UpdateFlow(const FlowRecord& flow) override;
+  absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug) override;
+  absl::Status LockAlias(std::string_view alias) override;
+  absl::StatusOr<std::optional<AliasRecord>> GetAlias(
+      std::string_view alias) override;
+  absl::Status PutAlias(const AliasRecord& alias) override;
+  absl::StatusOr<std::vector<AliasRecord>> ListAliases() override;
+  absl::StatusOr<bool> DeleteQueue(std::string_view name) override;
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(
       std::string_view name) override;
   absl::StatusOr<bool> QueueExists(std::string_view name) override;

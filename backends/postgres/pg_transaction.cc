@@ -330,4 +330,40 @@ absl::StatusOr<int> PostgresTransaction::DeleteInactiveWorkers(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
 }
 
+// Interface v5: not implemented yet.
+absl::StatusOr<bool> PostgresTransaction::DeleteFlow(
+    std::string_view flow_slug) {
+  (void)flow_slug;
+  return absl::UnimplementedError("postgres: DeleteFlow");
+}
+absl::Status PostgresTransaction::UpdateFlow(const FlowRecord& flow) {
+  (void)flow;
+  return absl::UnimplementedError("postgres: UpdateFlow");
+}
+absl::StatusOr<RunCounts> PostgresTransaction::CountRuns(
+    std::string_view flow_slug) {
+  (void)flow_slug;
+  return absl::UnimplementedError("postgres: CountRuns");
+}
+absl::Status PostgresTransaction::LockAlias(std::string_view alias) {
+  (void)alias;
+  return absl::UnimplementedError("postgres: LockAlias");
+}
+absl::StatusOr<std::optional<AliasRecord>> PostgresTransaction::GetAlias(
+    std::string_view alias) {
+  (void)alias;
+  return absl::UnimplementedError("postgres: GetAlias");
+}
+absl::Status PostgresTransaction::PutAlias(const AliasRecord& alias) {
+  (void)alias;
+  return absl::UnimplementedError("postgres: PutAlias");
+}
+absl::StatusOr<std::vector<AliasRecord>> PostgresTransaction::ListAliases() {
+  return absl::UnimplementedError("postgres: ListAliases");
+}
+absl::StatusOr<bool> PostgresTransaction::DeleteQueue(std::string_view name) {
+  (void)name;
+  return absl::UnimplementedError("postgres: DeleteQueue");
+}
+
 }  // namespace sluice::postgres_internal

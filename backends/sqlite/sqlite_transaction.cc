@@ -340,4 +340,39 @@ absl::StatusOr<int> SqliteTransaction::DeleteInactiveWorkers(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
 }
 
+// Interface v5: not implemented yet.
+absl::StatusOr<bool> SqliteTransaction::DeleteFlow(std::string_view flow_slug) {
+  (void)flow_slug;
+  return absl::UnimplementedError("sqlite: DeleteFlow");
+}
+absl::Status SqliteTransaction::UpdateFlow(const FlowRecord& flow) {
+  (void)flow;
+  return absl::UnimplementedError("sqlite: UpdateFlow");
+}
+absl::StatusOr<RunCounts> SqliteTransaction::CountRuns(
+    std::string_view flow_slug) {
+  (void)flow_slug;
+  return absl::UnimplementedError("sqlite: CountRuns");
+}
+absl::Status SqliteTransaction::LockAlias(std::string_view alias) {
+  (void)alias;
+  return absl::UnimplementedError("sqlite: LockAlias");
+}
+absl::StatusOr<std::optional<AliasRecord>> SqliteTransaction::GetAlias(
+    std::string_view alias) {
+  (void)alias;
+  return absl::UnimplementedError("sqlite: GetAlias");
+}
+absl::Status SqliteTransaction::PutAlias(const AliasRecord& alias) {
+  (void)alias;
+  return absl::UnimplementedError("sqlite: PutAlias");
+}
+absl::StatusOr<std::vector<AliasRecord>> SqliteTransaction::ListAliases() {
+  return absl::UnimplementedError("sqlite: ListAliases");
+}
+absl::StatusOr<bool> SqliteTransaction::DeleteQueue(std::string_view name) {
+  (void)name;
+  return absl::UnimplementedError("sqlite: DeleteQueue");
+}
+
 }  // namespace sluice::sqlite_internal

@@ -14,7 +14,15 @@
 namespace sluice {
 
 std::string_view ToString(DeployOutcome outcome) {
-  return outcome == DeployOutcome::kCompiled ? "compiled" : "verified";
+  switch (outcome) {
+    case DeployOutcome::kCompiled:
+      return "compiled";
+    case DeployOutcome::kVerified:
+      return "verified";
+    case DeployOutcome::kRecompiled:
+      return "recompiled";
+  }
+  return "unknown";
 }
 
 std::string_view ToString(EventKind kind) {
@@ -173,7 +181,8 @@ absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
       return absl::FailedPreconditionError(
           StrCat("flow \"", flow.slug(), "\": queue \"", queue,
                  "\" already exists but Sluice did not create it; drop it or "
-                 "choose another ", shared ? "queue name" : "flow slug"));
+                 "choose another ",
+                 shared ? "queue name" : "flow slug"));
     }
     SLUICE_RETURN_IF_ERROR(tx.CreateQueue(QueueRecord{queue, owner, now}));
   }

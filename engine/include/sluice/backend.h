@@ -154,6 +154,25 @@ class Transaction {
   // kAlreadyExists if a flow with this slug exists.
   virtual absl::Status InsertFlow(const FlowRecord& flow) = 0;
   virtual absl::StatusOr<std::vector<FlowRecord>> ListFlows() = 0;
+  // Deletes the flow row only (not its runs or queues). False if absent.
+  virtual absl::StatusOr<bool> DeleteFlow(std::string_view flow_slug) = 0;
+  // Replaces a stored flow's definition and generation (a fenced development
+  // recompilation). kNotFound if absent.
+  virtual absl::Status UpdateFlow(const FlowRecord& flow) = 0;
+  // The flow's runs by status.
+  virtual absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug) = 0;
+
+  // --- Aliases --------------------------------------------------------------
+
+  // Serializes every transaction that takes this lock for `alias` (deploy,
+  // activate, delete version) until this one ends. Lock order: alias, then
+  // slug, everywhere.
+  virtual absl::Status LockAlias(std::string_view alias) = 0;
+  virtual absl::StatusOr<std::optional<AliasRecord>> GetAlias(
+      std::string_view alias) = 0;
+  // Inserts or replaces.
+  virtual absl::Status PutAlias(const AliasRecord& alias) = 0;
+  virtual absl::StatusOr<std::vector<AliasRecord>> ListAliases() = 0;
 
   // The registry entry for a queue, if registered.
   virtual absl::StatusOr<std::optional<QueueRecord>> GetQueue(
@@ -166,6 +185,9 @@ class Transaction {
   virtual absl::StatusOr<std::vector<QueueRecord>> ListQueues() = 0;
   // Sets a registered queue's paused flag. kNotFound if not registered.
   virtual absl::Status SetQueuePaused(std::string_view name, bool paused) = 0;
+  // Drops a registered queue: its registry row, the physical queue and its
+  // messages, live and archived. False if it was not registered.
+  virtual absl::StatusOr<bool> DeleteQueue(std::string_view name) = 0;
 
   // --- Runs ---------------------------------------------------------------
 
@@ -361,7 +383,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 4;
+  static constexpr int kInterfaceVersion = 5;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -61,11 +61,24 @@ struct EngineOptions {
   // from the wall clock and a random source). A deterministic simulation sets
   // a seeded source so that the same seed repeats exactly.
   std::function<RunId()> run_id_source;
+  // Development databases only: Deploy of a changed shape under a stored
+  // slug fences off the old workers, deletes the slug's runs and recompiles
+  // (DeployOutcome::kRecompiled) instead of failing. Never in production.
+  bool development_recompile = false;
+};
+
+// One version (concrete slug) of an alias.
+struct VersionInfo {
+  std::string slug;
+  bool active = false;
+  absl::Time created_at;
+  RunCounts runs;
 };
 
 enum class DeployOutcome {
-  kCompiled,  // the flow was new and is now stored
-  kVerified,  // the stored flow is identical
+  kCompiled,    // the flow was new and is now stored
+  kVerified,    // the stored flow is identical
+  kRecompiled,  // development only: a changed shape replaced the stored one
 };
 std::string_view ToString(DeployOutcome outcome);
 
@@ -225,6 +238,23 @@ class Engine {
 
   // Deploys a job's one-step flow (as Deploy(job.flow())).
   absl::StatusOr<DeployOutcome> Deploy(const Job& job);
+
+  // --- Versions and aliases ----------------------------------------------
+
+  // Makes `slug` the active version of `alias` if `expected_current` is the
+  // active one now (compare-and-swap). kFailedPrecondition on a stale
+  // expectation or a slug that is not a member of the alias; kNotFound for
+  // an unknown alias.
+  absl::Status Activate(std::string_view alias, std::string_view slug,
+                        std::string_view expected_current);
+  // Every version of `alias`, oldest first, with its run counts.
+  absl::StatusOr<std::vector<VersionInfo>> ListVersions(std::string_view alias);
+  // Deletes an inactive version without runs, and its private queues.
+  absl::Status DeleteVersion(std::string_view slug);
+  // Starts a run of one concrete version, whichever is active.
+  absl::StatusOr<EnqueueResult> StartRunBySlug(
+      std::string_view slug, const Json& input,
+      const EnqueueOptions& options = {});
 
   // Starts a run of a deployed flow. `input` must fit max_payload_bytes, and
   // be an array if the flow has a root map step.

@@ -40,6 +40,39 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListFlows"));
     return target_->ListFlows();
   }
+  absl::StatusOr<bool> DeleteFlow(std::string_view flow_slug) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteFlow"));
+    return target_->DeleteFlow(flow_slug);
+  }
+  absl::Status UpdateFlow(const FlowRecord& flow) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateFlow"));
+    return target_->UpdateFlow(flow);
+  }
+  absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CountRuns"));
+    return target_->CountRuns(flow_slug);
+  }
+  absl::Status LockAlias(std::string_view alias) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("LockAlias"));
+    return target_->LockAlias(alias);
+  }
+  absl::StatusOr<std::optional<AliasRecord>> GetAlias(
+      std::string_view alias) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetAlias"));
+    return target_->GetAlias(alias);
+  }
+  absl::Status PutAlias(const AliasRecord& alias) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("PutAlias"));
+    return target_->PutAlias(alias);
+  }
+  absl::StatusOr<std::vector<AliasRecord>> ListAliases() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListAliases"));
+    return target_->ListAliases();
+  }
+  absl::StatusOr<bool> DeleteQueue(std::string_view name) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteQueue"));
+    return target_->DeleteQueue(name);
+  }
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(
       std::string_view name) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetQueue"));

@@ -72,6 +72,29 @@ struct FlowRecord {
   std::string slug;
   Json definition;
   absl::Time created_at;
+  // The alias this concrete slug belongs to; fixed at creation. Empty in
+  // rows written before aliases existed, which means the slug itself.
+  std::string alias;
+  // Bumped by a fenced development recompilation; workers that deployed an
+  // older generation are refused claims.
+  int64_t generation = 1;
+};
+
+// A stable name for a family of versions, and the one that is active.
+struct AliasRecord {
+  std::string alias;
+  std::string active_slug;
+  absl::Time updated_at;
+};
+
+// A flow's runs by status.
+struct RunCounts {
+  int64_t started = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+
+  int64_t total() const { return started + completed + failed + cancelled; }
 };
 
 // A physical queue in the registry. `owner_flow` is the concrete flow that
@@ -286,13 +309,24 @@ void AddUnreadable(std::string& unreadable, std::string_view problem);
 std::string UnreadableError(std::string_view what);
 
 // A registered worker.
+// The steps of one flow a worker runs handlers for.
+struct ServedSteps {
+  std::string flow_slug;
+  std::vector<std::string> steps;  // step slugs, in definition order
+
+  friend bool operator==(const ServedSteps&, const ServedSteps&) = default;
+};
+
 struct WorkerRecord {
   std::string worker_id;
   std::string queue_name;
-  std::string flow_slug;
+  std::string flow_slug;  // the first served flow (kept for listings)
   absl::Time started_at;
   absl::Time last_heartbeat_at;
   std::optional<absl::Time> stopped_at;
+  // Every (flow, step) the worker serves on queue_name; empty in rows
+  // written before this field existed.
+  std::vector<ServedSteps> served;
 };
 
 }  // namespace sluice

@@ -43,7 +43,9 @@ class TaskContext {
   };
 
   TaskContext(Info info, CancelToken cancel, LogSink log = nullptr)
-      : info_(std::move(info)), cancel_(std::move(cancel)), log_(std::move(log)) {}
+      : info_(std::move(info)),
+        cancel_(std::move(cancel)),
+        log_(std::move(log)) {}
 
   const RunId& run_id() const { return info_.run_id; }
   const std::string& flow_slug() const { return info_.flow_slug; }
