@@ -15,6 +15,9 @@ root=$(pwd)
 ./scripts/bootstrap.sh
 launcher=()
 if command -v ccache >/dev/null; then
+  # Hash paths relative to the checkout, so that every clone (CI's included)
+  # reuses what another clone compiled.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}" CCACHE_NOHASHDIR=1
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B build/test -G Ninja -DCMAKE_BUILD_TYPE=Debug \

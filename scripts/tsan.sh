@@ -21,6 +21,9 @@ prefix=$(./scripts/tsan_absl.sh)
 build=build/tsan
 launcher=()
 if command -v ccache >/dev/null; then
+  # Hash paths relative to the checkout, so that every clone (CI's included)
+  # reuses what another clone compiled.
+  export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$(pwd)}" CCACHE_NOHASHDIR=1
   launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # Cache hits from any clone directory (CI clones afresh), not only the same
