@@ -17,7 +17,9 @@
 // concurrent decisions on one key are serialized.
 #include <algorithm>
 #include <memory>
+#include <string>
 
+#include "absl/container/flat_hash_set.h"
 #include "engine_impl.h"
 #include "enqueue_options.h"
 #include "run_progress.h"
@@ -47,8 +49,8 @@ absl::Status ValidateInput(const CompiledFlow& flow, std::string_view owner,
       "\", so its run input must be a JSON array, not ", JsonTypeName(input)));
 }
 
-// Adds items to one transaction. Plain items (no id, no dedupe) gather in
-// one write batch; an item with an id or a dedupe key first writes what
+// Adds items to one transaction. New runs gather in one write batch; an
+// item whose id or dedupe key repeats a gathered item's first writes what
 // gathered, so its checks see every earlier item of the same call.
 class Enqueuer {
  public:
@@ -60,6 +62,11 @@ class Enqueuer {
                                     const EnqueueOptions& options);
   // Writes what is still gathered.
   absl::Status Flush();
+  // Whether an item with this id or dedupe key is gathered, not written.
+  bool SharesKeyWithGathered(const EnqueueOptions& options) const {
+    return (options.id && gathered_ids_.contains(*options.id)) ||
+           (options.dedupe && gathered_keys_.contains(options.dedupe->key));
+  }
   TransactionEffects TakeEffects() { return std::move(effects_); }
   // Whether anything was written (else there is nothing to commit).
   bool wrote() const { return wrote_; }
@@ -91,6 +98,10 @@ class Enqueuer {
   TransactionEffects effects_;
   std::unique_ptr<WriteBatch> gathered_ = std::make_unique<WriteBatch>();
   bool gathered_any_ = false;
+  // Ids and dedupe keys of the gathered items, so that only an item that
+  // repeats one makes the batch be written before its checks.
+  absl::flat_hash_set<std::string> gathered_ids_;
+  absl::flat_hash_set<std::string> gathered_keys_;
   bool wrote_ = false;
 };
 
@@ -109,6 +120,8 @@ absl::Status Enqueuer::Flush() {
   SLUICE_RETURN_IF_ERROR(gathered_->Flush(tx_, now_, effects_));
   gathered_ = std::make_unique<WriteBatch>();
   gathered_any_ = false;
+  gathered_ids_.clear();
+  gathered_keys_.clear();
   wrote_ = true;
   return absl::OkStatus();
 }
@@ -199,14 +212,11 @@ absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ByDedupe(
 absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
                                             const EnqueueOptions& options) {
   bool keyed = options.id.has_value() || options.dedupe.has_value();
-  if (!keyed) {
-    RunId id = NextId();
-    SLUICE_RETURN_IF_ERROR(
-        CreateRun(*gathered_, id, input, SettingsFor(flow_, options, now_)));
-    gathered_any_ = true;
-    return EnqueueResult{id, false};
+  if (keyed && SharesKeyWithGathered(options)) {
+    // The checks below read the transaction, so an earlier item of this
+    // call with the same id or key must be written first.
+    SLUICE_RETURN_IF_ERROR(Flush());
   }
-  SLUICE_RETURN_IF_ERROR(Flush());
   if (options.id) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<EnqueueResult> existing,
                             ExistingById(*options.id));
@@ -218,15 +228,18 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
     if (duplicate) return *duplicate;
   }
   RunId id = NextId();
-  WriteBatch writes;
   SLUICE_RETURN_IF_ERROR(
-      CreateRun(writes, id, input, SettingsFor(flow_, options, now_)));
-  SLUICE_RETURN_IF_ERROR(writes.Flush(tx_, now_, effects_));
-  wrote_ = true;
+      CreateRun(*gathered_, id, input, SettingsFor(flow_, options, now_)));
+  gathered_any_ = true;
+  if (options.id) gathered_ids_.insert(*options.id);
   if (options.dedupe) {
+    // The registry has no reference to runs, so the entry may point at a
+    // run that is still gathered; both commit together.
     DedupeRecord entry{flow_.slug(), options.dedupe->key, id, std::nullopt};
     if (options.dedupe->ttl) entry.expires_at = now_ + *options.dedupe->ttl;
     SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(entry));
+    gathered_keys_.insert(options.dedupe->key);
+    wrote_ = true;
   }
   return EnqueueResult{id, false};
 }
