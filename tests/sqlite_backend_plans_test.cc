@@ -248,10 +248,30 @@ std::vector<PlannedStatement> JobStatements() {
   };
 }
 
+// Versions: flows, aliases, run counts per flow, dropping a queue.
+std::vector<PlannedStatement> VersionStatements() {
+  namespace sql = sqlite_internal::sql;
+  return {
+      {"UpdateFlow", sql::kUpdateFlow, {"PRIMARY KEY (slug=?)"}},
+      {"DeleteFlow", sql::kDeleteFlow, {"PRIMARY KEY (slug=?)"}},
+      {"CountRuns", sql::kCountRuns, {"runs_by_flow (flow_slug=?)"}},
+      {"GetAlias", sql::kGetAlias, {"PRIMARY KEY (alias=?)"}},
+      // As the queue registry: a row per alias, and listing reads them all.
+      {"ListAliases", sql::kListAliases, {"SCAN aliases"}, "SCAN aliases"},
+      // Either the primary key or messages_visible: both are searched by
+      // queue_name.
+      {"DeleteQueueMessages", sql::kDeleteQueueMessages, {"(queue_name=?)"}},
+      {"DeleteQueueArchive",
+       sql::kDeleteQueueArchive,
+       {"PRIMARY KEY (queue_name=?)"}},
+      {"DeleteQueue", sql::kDeleteQueue, {"PRIMARY KEY (name=?)"}},
+  };
+}
+
 std::vector<PlannedStatement> PlannedStatements() {
   std::vector<PlannedStatement> all = RunStatements();
   for (auto* more : {StepAndTaskStatements, QueueAndOtherStatements,
-                     ListRunsStatements, JobStatements}) {
+                     ListRunsStatements, JobStatements, VersionStatements}) {
     for (PlannedStatement& statement : more()) all.push_back(statement);
   }
   return all;

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -17,11 +18,13 @@
 namespace sluice::sqlite_internal {
 namespace {
 
-// Schema version 2 (version 1 plus jobs: priorities and FIFO sequence
-// numbers on messages, external keys, metadata and options on runs, the
-// attempts ledger, the dedupe registry, paused queues). A version 1 file is
-// upgraded in place on open (kMigrateV1ToV2 below); see
-// docs/decisions/0020-sqlite-jobs-schema.md.
+// Schema version 3: version 2 (version 1 plus jobs: priorities and FIFO
+// sequence numbers on messages, external keys, metadata and options on runs,
+// the attempts ledger, the dedupe registry, paused queues; see
+// docs/decisions/0020-sqlite-jobs-schema.md) plus versions (flow aliases and
+// generations, the aliases table, the steps each worker serves; see
+// docs/decisions/0025-sqlite-memory-versions-schema.md). A file of version 1
+// or 2 is upgraded in place on open, one version at a time (Migrate below).
 //
 // Encoding: JSON as TEXT (NULL = absent, 'null' = JSON null; metadata and
 // options, which are JSON null when unset, store that as NULL); times as
@@ -93,14 +96,28 @@ struct TableSchema {
   const char* indexes;  // its CREATE INDEX statements ("" for none)
 };
 
+// alias and generation came with version 3, before the payload (the
+// upgrade rebuilds the table).
 constexpr TableSchema kFlows{"flows", R"sql(
 CREATE TABLE flows (
   slug        TEXT PRIMARY KEY,
-  definition  TEXT NOT NULL,     -- the canonical FlowShape JSON
-  created_at  INTEGER NOT NULL
+  alias       TEXT NOT NULL,     -- fixed at creation
+  generation  INTEGER NOT NULL,  -- bumped by a fenced recompilation
+  created_at  INTEGER NOT NULL,
+  definition  TEXT NOT NULL      -- the canonical FlowShape JSON
 ) WITHOUT ROWID;
 )sql",
                              ""};
+
+// Version 3: each alias and its active concrete slug.
+constexpr TableSchema kAliases{"aliases", R"sql(
+CREATE TABLE aliases (
+  alias        TEXT PRIMARY KEY,
+  active_slug  TEXT NOT NULL,
+  updated_at   INTEGER NOT NULL
+) WITHOUT ROWID;
+)sql",
+                               ""};
 
 // The queue registry; a queue's messages live in messages/archived_messages.
 // paused and last_seq came with version 2, added to the end of the row (the
@@ -289,15 +306,16 @@ CREATE TABLE workers (
   flow_slug          TEXT NOT NULL,
   started_at         INTEGER NOT NULL,
   last_heartbeat_at  INTEGER NOT NULL,
-  stopped_at         INTEGER
+  stopped_at         INTEGER,
+  served             TEXT     -- JSON [{"flow", "steps"}]; NULL for none (v3)
 ) WITHOUT ROWID;
 )sql",
                                ""};
 
 constexpr const TableSchema* kSchema[] = {
-    &kFlows,  &kQueues,     &kMessages, &kArchivedMessages,
-    &kRuns,   &kStepStates, &kTasks,    &kAttempts,
-    &kDedupe, &kOutbox,     &kWorkers,
+    &kFlows,  &kAliases,    &kQueues, &kMessages, &kArchivedMessages,
+    &kRuns,   &kStepStates, &kTasks,  &kAttempts, &kDedupe,
+    &kOutbox, &kWorkers,
 };
 
 // Version 1 to 2. Tables whose rows gained columns before their payloads
@@ -306,9 +324,14 @@ constexpr const TableSchema* kSchema[] = {
 // columns: priority 0, no key, no metadata or options, and a message's seq
 // its id (its send order, as version 1 read it). Copying costs one pass
 // over those tables, once.
+//
+// The texts these rebuilds and kNewInV2 create are the current ones: none
+// of those tables has changed since version 2. A later version that changes
+// one of them must freeze its version 2 text here first.
 struct Rebuild {
   const TableSchema* table;
-  const char* copy;  // INSERT INTO <table> ... SELECT ... FROM <table>_v1
+  // INSERT INTO <table> ... SELECT ... FROM <table>_v<old version>
+  const char* copy;
 };
 constexpr Rebuild kRebuiltInV2[] = {
     {&kMessages,
@@ -342,6 +365,24 @@ constexpr char kQueuesV2[] = R"sql(
 ALTER TABLE queues ADD COLUMN paused INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE queues ADD COLUMN last_seq INTEGER NOT NULL DEFAULT 0;
 UPDATE queues SET last_seq = last_message_id;
+)sql";
+
+// Version 2 to 3 (aliases and versions; see
+// docs/decisions/0025-sqlite-memory-versions-schema.md). flows is rebuilt
+// with each flow its own alias at generation 1; every flow becomes the
+// active version of that alias (its alias row dated from the flow's
+// creation, the last time it changed); workers gain the steps they serve,
+// unknown (NULL) for the rows of earlier builds.
+constexpr Rebuild kRebuiltInV3[] = {
+    {&kFlows,
+     "INSERT INTO flows (slug, alias, generation, created_at, definition) "
+     "SELECT slug, slug, 1, created_at, definition FROM flows_v2"},
+};
+constexpr const TableSchema* kNewInV3[] = {&kAliases};
+constexpr char kFillV3[] = R"sql(
+INSERT INTO aliases (alias, active_slug, updated_at)
+  SELECT slug, slug, created_at FROM flows;
+ALTER TABLE workers ADD COLUMN served TEXT;
 )sql";
 
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
@@ -406,30 +447,54 @@ absl::Status CreateSchema(sqlite3* db, std::string_view what) {
   return absl::OkStatus();
 }
 
-// Rebuilds and adds version 2's tables in a version 1 file (see
-// kRebuiltInV2). The caller's transaction makes it all or nothing.
-absl::Status MigrateV1ToV2(sqlite3* db) {
-  constexpr std::string_view kWhat = "upgrade schema version 1 to 2";
-  for (const Rebuild& rebuild : kRebuiltInV2) {
-    const std::string old_name = StrCat(rebuild.table->name, "_v1");
+// Renames each table of `rebuilds` to <name>_v<from>, creates it again with
+// the current text, copies its rows over and drops the old one; then creates
+// `created`. The caller's transaction makes it all or nothing.
+absl::Status RebuildAndCreate(sqlite3* db, std::span<const Rebuild> rebuilds,
+                              std::span<const TableSchema* const> created,
+                              int from, std::string_view what) {
+  for (const Rebuild& rebuild : rebuilds) {
+    const std::string old_name = StrCat(rebuild.table->name, "_v", from);
     SLUICE_RETURN_IF_ERROR(Execute(
         db,
         StrCat("ALTER TABLE ", rebuild.table->name, " RENAME TO ", old_name)
             .c_str(),
-        kWhat));
-    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.table->create, kWhat));
-    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.copy, kWhat));
+        what));
+    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.table->create, what));
+    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.copy, what));
     // Dropping the old table drops its indexes, whose names the new ones
     // take.
     SLUICE_RETURN_IF_ERROR(
-        Execute(db, StrCat("DROP TABLE ", old_name).c_str(), kWhat));
-    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.table->indexes, kWhat));
+        Execute(db, StrCat("DROP TABLE ", old_name).c_str(), what));
+    SLUICE_RETURN_IF_ERROR(Execute(db, rebuild.table->indexes, what));
   }
-  for (const TableSchema* table : kNewInV2) {
-    SLUICE_RETURN_IF_ERROR(Execute(db, table->create, kWhat));
-    SLUICE_RETURN_IF_ERROR(Execute(db, table->indexes, kWhat));
+  for (const TableSchema* table : created) {
+    SLUICE_RETURN_IF_ERROR(Execute(db, table->create, what));
+    SLUICE_RETURN_IF_ERROR(Execute(db, table->indexes, what));
   }
+  return absl::OkStatus();
+}
+
+// Version 1 to 2 (see kRebuiltInV2).
+absl::Status MigrateV1ToV2(sqlite3* db) {
+  constexpr std::string_view kWhat = "upgrade schema version 1 to 2";
+  SLUICE_RETURN_IF_ERROR(
+      RebuildAndCreate(db, kRebuiltInV2, kNewInV2, 1, kWhat));
   return Execute(db, kQueuesV2, kWhat);
+}
+
+// Version 2 to 3 (see kRebuiltInV3).
+absl::Status MigrateV2ToV3(sqlite3* db) {
+  constexpr std::string_view kWhat = "upgrade schema version 2 to 3";
+  SLUICE_RETURN_IF_ERROR(
+      RebuildAndCreate(db, kRebuiltInV3, kNewInV3, 2, kWhat));
+  return Execute(db, kFillV3, kWhat);
+}
+
+// Upgrades a file of an earlier version (1 or 2) step by step.
+absl::Status Migrate(sqlite3* db, int64_t version) {
+  if (version == 1) SLUICE_RETURN_IF_ERROR(MigrateV1ToV2(db));
+  return MigrateV2ToV3(db);
 }
 
 // The tables and indexes of this version's schema, read from a private
@@ -482,7 +547,7 @@ absl::Status CheckObjects(sqlite3* db) {
 
 absl::Status CreateOrCheck(sqlite3* db) {
   constexpr int kVersion = SqliteBackend::kSchemaVersion;
-  static_assert(kVersion == 2, "add the migration to the new version");
+  static_assert(kVersion == 3, "add the migration to the new version");
   SLUICE_ASSIGN_OR_RETURN(int64_t version, QueryInt(db, "PRAGMA user_version",
                                                     "read schema version"));
   if (version == kVersion) return CheckObjects(db);
@@ -491,11 +556,11 @@ absl::Status CreateOrCheck(sqlite3* db) {
         StrCat("schema version ", version, " is newer than version ", kVersion,
                " that this build supports; open it with a newer Sluice"));
   }
-  if (version == 1) {
-    if (absl::Status migrated = MigrateV1ToV2(db); !migrated.ok()) {
-      return absl::FailedPreconditionError(
-          StrCat("could not upgrade the file from schema version 1 to ",
-                 kVersion, " (nothing was changed): ", migrated.message()));
+  if (version >= 1) {
+    if (absl::Status migrated = Migrate(db, version); !migrated.ok()) {
+      return absl::FailedPreconditionError(StrCat(
+          "could not upgrade the file from schema version ", version, " to ",
+          kVersion, " (nothing was changed): ", migrated.message()));
     }
     SLUICE_RETURN_IF_ERROR(
         Execute(db, StrCat("PRAGMA user_version = ", kVersion).c_str(),
