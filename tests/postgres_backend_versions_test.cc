@@ -4,6 +4,8 @@
 // aliases, alias locks, queue deletion and served steps, checked on the
 // tables themselves. The contract for every backend is in
 // backend_contract_*_test.cc.
+#include <unistd.h>
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -294,6 +296,38 @@ TEST_F(PostgresVersionsTest, DeleteQueue_DropsTablesMessagesAndRegistryRow) {
   CreateQueue("gone_q");
   std::vector<int64_t> again = Send("gone_q", {0});
   EXPECT_THAT(Read("gone_q", 10), ElementsAre(again.at(0)));
+}
+
+// The runtime role owns no queue table: it drops one through
+// sluice.drop_queue, and writes aliases with its table rights.
+TEST_F(PostgresVersionsTest, RuntimeRole_DeletesQueuesAndWritesAliases) {
+  const std::string role = StrCat("sluice_test_versions_", getpid());
+  Execute(StrCat("DROP ROLE IF EXISTS ", role, "; CREATE ROLE ", role,
+                 " LOGIN; GRANT sluice_runtime TO ", role));
+  {
+    const std::string& url = db_->url();
+    absl::StatusOr<std::unique_ptr<Backend>> runtime = OpenPostgres(StrCat(
+        url, url.find('?') == std::string::npos ? "?" : "&", "user=", role));
+    ASSERT_TRUE(runtime.ok()) << runtime.status();
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = (*runtime)->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    ASSERT_TRUE(
+        (*tx)->CreateQueue({.name = "rt_q", .created_at = kJobsT0}).ok());
+    ASSERT_TRUE((*tx)->PutAlias({"rt", "rt_v1", kJobsT0}).ok());
+    ASSERT_TRUE((*tx)->Commit().ok());
+    tx = (*runtime)->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    EXPECT_TRUE(ValueOf((*tx)->DeleteQueue("rt_q")));
+    EXPECT_EQ(ValueOf((*tx)->ListAliases()).size(), 1u);
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  EXPECT_EQ(
+      SqlSession(db_->url()).Value("SELECT to_regclass('pgmq.q_rt_q') IS NULL"),
+      "t");
+  // Drops the database before the role.
+  backend_.reset();
+  db_.reset();
+  SqlSession(PostgresTestUrl()).Script(StrCat("DROP ROLE ", role));
 }
 
 TEST_F(PostgresVersionsTest, Workers_StoreServedSteps_NullReadsAsNone) {
