@@ -82,6 +82,24 @@ TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
   return u;
 }
 
+// Development recompilation fences off workers that deployed an older
+// generation of a flow: their handlers are for a shape that is gone.
+absl::Status CheckGenerations(Transaction& tx, const ClaimRequest& request) {
+  for (const FlowGeneration& mine : request.generations) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> stored,
+                            tx.GetFlow(mine.flow_slug));
+    if (!stored || stored->generation == mine.generation) continue;
+    return absl::FailedPreconditionError(StrCat(
+        "worker ", request.worker_id, " on queue \"", request.queue,
+        "\": flow \"", mine.flow_slug, "\" was recompiled (generation ",
+        stored->generation, ") after this worker deployed generation ",
+        mine.generation,
+        "; restart the worker with the new definition. Nothing was claimed "
+        "and the batch was left visible"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
@@ -89,6 +107,9 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   SLUICE_RETURN_IF_ERROR(ValidateClaimRequest(request));
   const EngineOptions& options = impl_->options();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  if (options.development_recompile) {
+    SLUICE_RETURN_IF_ERROR(CheckGenerations(*tx, request));
+  }
   absl::Time now = impl_->Now();
   FlowLookup flows(*impl_, *tx);
   SLUICE_ASSIGN_OR_RETURN(absl::Duration read_for,

@@ -66,10 +66,13 @@ void Engine::Impl::Log(LogLevel level, std::string_view message) const {
 
 absl::StatusOr<std::shared_ptr<const CompiledFlow>> Engine::Impl::FlowFor(
     Transaction& tx, std::string_view slug) {
-  {
+  // Only a development recompilation changes a stored flow, so only then
+  // does the cache need checking against the stored generation.
+  bool check_generation = options_.development_recompile;
+  if (!check_generation) {
     absl::MutexLock lock(&flows_mu_);
     auto it = flows_.find(ToAbsl(slug));
-    if (it != flows_.end()) return it->second;
+    if (it != flows_.end()) return it->second.flow;
   }
   SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> record, tx.GetFlow(slug));
   if (!record) {
@@ -78,19 +81,40 @@ absl::StatusOr<std::shared_ptr<const CompiledFlow>> Engine::Impl::FlowFor(
                "\" is not deployed; deploy it (Engine::Deploy, or start a "
                "worker for it) first"));
   }
+  if (check_generation) {
+    absl::MutexLock lock(&flows_mu_);
+    auto it = flows_.find(ToAbsl(slug));
+    if (it != flows_.end() && it->second.generation == record->generation) {
+      return it->second.flow;
+    }
+  }
   SLUICE_ASSIGN_OR_RETURN(FlowShape shape,
                           FlowShape::FromJson(record->definition));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
                           CompiledFlow::Compile(std::move(shape)));
-  RememberFlow(flow);
+  RememberFlow(flow, record->generation);
   return flow;
 }
 
-void Engine::Impl::RememberFlow(std::shared_ptr<const CompiledFlow> flow) {
-  // Deployed flows never change, so the first copy stays: pointers into it
-  // remain valid for the engine's lifetime.
+void Engine::Impl::RememberFlow(std::shared_ptr<const CompiledFlow> flow,
+                                int64_t generation) {
+  // A copy, once cached, stays alive for the engine's lifetime: pointers
+  // into it (steps, shapes) must remain valid for code still using them.
   absl::MutexLock lock(&flows_mu_);
-  flows_.try_emplace(flow->slug(), std::move(flow));
+  std::string slug = flow->slug();
+  auto [it, inserted] =
+      flows_.try_emplace(std::move(slug), CachedFlow{flow, generation});
+  if (inserted || it->second.generation == generation) return;
+  retired_flows_.push_back(std::move(it->second.flow));
+  it->second = CachedFlow{std::move(flow), generation};
+}
+
+void Engine::Impl::ForgetFlow(std::string_view slug) {
+  absl::MutexLock lock(&flows_mu_);
+  auto it = flows_.find(ToAbsl(slug));
+  if (it == flows_.end()) return;
+  retired_flows_.push_back(std::move(it->second.flow));
+  flows_.erase(it);
 }
 
 absl::StatusOr<const CompiledFlow*> FlowLookup::Get(std::string_view slug) {
@@ -153,8 +177,6 @@ int Engine::Subscribe(EventHandler handler) {
 void Engine::Unsubscribe(int id) { impl_->events().Unsubscribe(id); }
 void Engine::Wake(std::string_view queue) { impl_->signals().Notify(queue); }
 
-namespace {
-
 // Registers the flow's queues, refusing one that exists unregistered or is
 // owned by another flow. A shared queue (QueueMode::kShared) is registered
 // without an owner, and any number of flows and jobs may use it.
@@ -188,39 +210,9 @@ absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::StatusOr<DeployOutcome> Engine::Deploy(const Flow& flow) {
-  SLUICE_RETURN_IF_ERROR(flow.Validate());
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> compiled,
-                          CompiledFlow::Compile(flow.shape()));
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_RETURN_IF_ERROR(tx->LockFlowSlug(flow.slug()));
-  SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> stored,
-                          tx->GetFlow(flow.slug()));
-  if (stored) {
-    SLUICE_ASSIGN_OR_RETURN(FlowShape stored_shape,
-                            FlowShape::FromJson(stored->definition));
-    std::vector<std::string> differences =
-        flow.shape().DifferencesFrom(stored_shape);
-    if (!differences.empty()) {
-      std::string message =
-          StrCat("flow \"", flow.slug(),
-                 "\" differs from the deployed flow of that slug; deploy the "
-                 "changed flow under a new slug. Differences:");
-      for (const std::string& d : differences) StrAppend(&message, "\n- ", d);
-      return absl::FailedPreconditionError(message);
-    }
-    impl_->RememberFlow(compiled);
-    return DeployOutcome::kVerified;
-  }
-  absl::Time now = impl_->Now();
-  SLUICE_RETURN_IF_ERROR(RegisterQueues(*tx, *compiled, now));
-  SLUICE_RETURN_IF_ERROR(
-      tx->InsertFlow(FlowRecord{flow.slug(), flow.shape().ToJson(), now}));
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
-  impl_->RememberFlow(compiled);
-  return DeployOutcome::kCompiled;
+  SLUICE_ASSIGN_OR_RETURN(Impl::Deployed deployed, impl_->DeployFlow(flow));
+  return deployed.outcome;
 }
 
 absl::StatusOr<DeployOutcome> Engine::Deploy(const Job& job) {
@@ -265,8 +257,12 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
                          impl_->options().max_payload_bytes));
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  // Resolved in the transaction that creates the runs: each pins the
+  // version active now.
+  SLUICE_ASSIGN_OR_RETURN(std::string slug,
+                          impl_->ResolveAlias(*tx, flow_slug, "flow"));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
-                          impl_->FlowFor(*tx, flow_slug));
+                          impl_->FlowFor(*tx, slug));
   for (size_t i = 0; i < inputs.size(); ++i) {
     SLUICE_RETURN_IF_ERROR(
         ValidateRunInput(*flow, inputs[i], i, inputs.size()));

@@ -2,7 +2,9 @@
 #ifndef SLUICE_ENGINE_ENGINE_IMPL_H_
 #define SLUICE_ENGINE_ENGINE_IMPL_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -40,6 +42,11 @@ class FlowLookup {
   std::shared_ptr<const CompiledFlow> last_;
 };
 
+// Registers the flow's queues (engine.cc), refusing one that exists
+// unregistered or is owned by another flow.
+absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
+                            absl::Time now);
+
 // Deletes runs (DeleteRuns) and the dedupe entries that name them.
 absl::Status DeleteRunsAndKeys(Transaction& tx,
                                std::span<const RunRecord> runs);
@@ -58,16 +65,41 @@ class Engine::Impl {
 
   void Log(LogLevel level, std::string_view message) const;
 
-  // The compiled flow for `slug`, read through `tx` on first use and cached
-  // (deployed flows never change). kNotFound if not deployed.
+  // The compiled flow for `slug`, read through `tx` on first use and cached.
+  // Deployed flows change only by a development recompilation; with
+  // development_recompile on, every call checks the stored generation.
+  // kNotFound if not deployed.
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> FlowFor(
       Transaction& tx, std::string_view slug);
-  void RememberFlow(std::shared_ptr<const CompiledFlow> flow);
+  // Caches `flow` at `generation`. A cached copy of an older generation is
+  // replaced but kept alive, since running code may point into it.
+  void RememberFlow(std::shared_ptr<const CompiledFlow> flow,
+                    int64_t generation = 1);
+  // Drops a deleted flow from the cache (keeping the copy alive).
+  void ForgetFlow(std::string_view slug);
 
+  // Deploy (deploy.cc), also returning the stored generation, which a
+  // worker remembers to be fenced off by a later recompilation.
+  struct Deployed {
+    DeployOutcome outcome = DeployOutcome::kCompiled;
+    int64_t generation = 1;
+  };
+  absl::StatusOr<Deployed> DeployFlow(const Flow& flow);
+
+  // The concrete slug `name` starts: the active version of the alias
+  // `name` (versions.cc). One primary-key read; kNotFound, never a
+  // fallback, if no such alias exists.
+  absl::StatusOr<std::string> ResolveAlias(Transaction& tx,
+                                           std::string_view name,
+                                           std::string_view kind);
+
+  // How EnqueueItems finds the flow: an alias to resolve (StartRun,
+  // Enqueue by name) or a concrete slug (StartRunBySlug, Enqueue(job)).
+  enum class Target { kAlias, kSlug };
   // Enqueue, EnqueueMany and StartRun with options (enqueue.cc): one
   // result per item; `as_job` refuses a flow that is not a job.
   absl::StatusOr<std::vector<EnqueueResult>> EnqueueItems(
-      std::string_view flow_slug, bool as_job,
+      std::string_view name, Target target, bool as_job,
       std::span<const Engine::EnqueueItem> items);
 
   // PauseQueue / ResumeQueue (queue_admin.cc).
@@ -82,8 +114,16 @@ class Engine::Impl {
   EngineOptions options_;
   EventPublisher events_;
   QueueSignals signals_;
+  struct CachedFlow {
+    std::shared_ptr<const CompiledFlow> flow;
+    int64_t generation = 1;
+  };
   absl::Mutex flows_mu_;
-  absl::flat_hash_map<std::string, std::shared_ptr<const CompiledFlow>> flows_
+  absl::flat_hash_map<std::string, CachedFlow> flows_
+      ABSL_GUARDED_BY(flows_mu_);
+  // Copies replaced by a recompilation or dropped by DeleteVersion: kept for
+  // the engine's lifetime, because code may still point into them.
+  std::vector<std::shared_ptr<const CompiledFlow>> retired_flows_
       ABSL_GUARDED_BY(flows_mu_);
 };
 

@@ -234,13 +234,13 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
 }  // namespace
 
 absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
-    std::string_view flow_slug, bool as_job,
+    std::string_view name, Target target, bool as_job,
     std::span<const Engine::EnqueueItem> items) {
   std::string kind = as_job ? "job" : "flow";
-  SLUICE_RETURN_IF_ERROR(ValidateSlug(flow_slug, kind));
+  SLUICE_RETURN_IF_ERROR(ValidateSlug(name, kind));
   auto owner = [&](size_t i) {
-    return items.size() > 1 ? StrCat(kind, " \"", flow_slug, "\" item ", i)
-                            : StrCat(kind, " \"", flow_slug, "\"");
+    return items.size() > 1 ? StrCat(kind, " \"", name, "\" item ", i)
+                            : StrCat(kind, " \"", name, "\"");
   };
   for (size_t i = 0; i < items.size(); ++i) {
     SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(owner(i), items[i].options,
@@ -248,6 +248,14 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
   }
   if (items.empty()) return std::vector<EnqueueResult>();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Begin());
+  // An alias resolves in the transaction that creates the runs, so each
+  // run pins the version active when it was created.
+  std::string flow_slug(name);
+  if (target == Target::kAlias) {
+    absl::StatusOr<std::string> resolved = ResolveAlias(*tx, name, kind);
+    if (!resolved.ok()) return resolved.status();
+    flow_slug = *std::move(resolved);
+  }
   bool keyed = std::any_of(items.begin(), items.end(), [](const auto& item) {
     return item.options.id.has_value() || item.options.dedupe.has_value();
   });
@@ -261,7 +269,7 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
   if (as_job &&
       (absl::IsNotFound(flow.status()) || (flow.ok() && !IsJob(**flow)))) {
     return absl::NotFoundError(
-        StrCat("job \"", flow_slug, "\" is not deployed",
+        StrCat("job \"", name, "\" is not deployed",
                flow.ok() ? " (a flow of that name is; use StartRun)" : "",
                "; deploy it (Engine::Deploy(job), or start a worker for it) "
                "first"));
@@ -288,7 +296,13 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
 absl::StatusOr<EnqueueResult> Engine::Enqueue(const Job& job,
                                               const Json& payload,
                                               const EnqueueOptions& options) {
-  return Enqueue(job.name(), payload, options);
+  // The job's own definition names its version: no alias to resolve.
+  EnqueueItem item{payload, options};
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<EnqueueResult> results,
+      impl_->EnqueueItems(job.flow().slug(), Impl::Target::kSlug,
+                          /*as_job=*/true, std::span(&item, 1)));
+  return results.front();
 }
 
 absl::StatusOr<EnqueueResult> Engine::Enqueue(std::string_view job_name,
@@ -297,13 +311,15 @@ absl::StatusOr<EnqueueResult> Engine::Enqueue(std::string_view job_name,
   EnqueueItem item{payload, options};
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<EnqueueResult> results,
-      impl_->EnqueueItems(job_name, /*as_job=*/true, std::span(&item, 1)));
+      impl_->EnqueueItems(job_name, Impl::Target::kAlias, /*as_job=*/true,
+                          std::span(&item, 1)));
   return results.front();
 }
 
 absl::StatusOr<std::vector<EnqueueResult>> Engine::EnqueueMany(
     std::string_view job_name, std::span<const EnqueueItem> items) {
-  return impl_->EnqueueItems(job_name, /*as_job=*/true, items);
+  return impl_->EnqueueItems(job_name, Impl::Target::kAlias, /*as_job=*/true,
+                             items);
 }
 
 absl::StatusOr<EnqueueResult> Engine::StartRun(std::string_view flow_slug,
@@ -312,7 +328,8 @@ absl::StatusOr<EnqueueResult> Engine::StartRun(std::string_view flow_slug,
   EnqueueItem item{input, options};
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<EnqueueResult> results,
-      impl_->EnqueueItems(flow_slug, /*as_job=*/false, std::span(&item, 1)));
+      impl_->EnqueueItems(flow_slug, Impl::Target::kAlias, /*as_job=*/false,
+                          std::span(&item, 1)));
   return results.front();
 }
 

@@ -54,9 +54,9 @@ absl::Status CheckBackoffKind(std::string_view owner, BackoffKind kind) {
   if (kind == BackoffKind::kExponential || kind == BackoffKind::kFixed) {
     return absl::OkStatus();
   }
-  return absl::InvalidArgumentError(
-      StrCat(owner, ": backoff kind ", static_cast<int>(kind),
-             " is not kExponential or kFixed"));
+  return absl::InvalidArgumentError(StrCat(owner, ": backoff kind ",
+                                           static_cast<int>(kind),
+                                           " is not kExponential or kFixed"));
 }
 
 absl::Status CheckFlowOptions(std::string_view owner, const FlowOptions& o) {
@@ -211,6 +211,14 @@ Flow& Flow::Map(std::string slug, Handler handler) {
 Flow& Flow::Map(std::string slug, StepSpec spec, Handler handler) {
   return Add(std::move(slug), StepKind::kMap, std::move(spec),
              std::move(handler));
+}
+
+Flow& Flow::Alias(std::string alias) {
+  absl::Status status =
+      ValidateSlug(alias, StrCat("flow \"", shape_.slug, "\": alias"));
+  if (first_error_.ok() && !status.ok()) first_error_ = status;
+  alias_ = std::move(alias);
+  return *this;
 }
 
 Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,

@@ -66,6 +66,11 @@ class WorkerImpl : public Worker {
 
   ~WorkerImpl() override { (void)Stop(); }
 
+  // The generations of the flows this worker deployed (before Start).
+  void set_generations(std::vector<FlowGeneration> generations) {
+    generations_ = std::move(generations);
+  }
+
   absl::Status Start() {
     absl::Time now = impl_.Now();
     record_ = WorkerRecord{
@@ -160,6 +165,7 @@ class WorkerImpl : public Worker {
   WorkerOptions options_;
   std::string queue_;
   StepSet served_;
+  std::vector<FlowGeneration> generations_;
   WorkerRecord record_;
   int listener_ = 0;
   std::unique_ptr<QueueWatch> watch_;
@@ -504,6 +510,10 @@ int WorkerImpl::ClaimMore() {
   if (free <= 0) return 0;
   ClaimRequest request{queue_, options_.worker_id, served_,
                        std::min(free, options_.batch_size)};
+  // Only a development recompilation fences workers by generation.
+  if (impl_.options().development_recompile) {
+    request.generations = generations_;
+  }
   absl::StatusOr<ClaimBatch> batch = engine_.ClaimWithHint(request);
   next_visible_at_.reset();
   absl::StatusOr<std::vector<ClaimedTask>> claimed =
@@ -584,10 +594,12 @@ absl::Time WorkerImpl::NextVisibleWake(absl::Time real_now) const {
 absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
     Engine& engine, std::vector<Flow> flows,
     std::vector<std::shared_ptr<const CompiledFlow>> compiled,
-    std::string queue, WorkerOptions options) {
+    std::string queue, WorkerOptions options,
+    std::vector<FlowGeneration> generations) {
   auto worker = std::make_unique<WorkerImpl>(
       engine, std::move(flows), std::move(compiled), std::move(queue),
       std::move(options));
+  worker->set_generations(std::move(generations));
   SLUICE_RETURN_IF_ERROR(worker->Start());
   return std::unique_ptr<Worker>(std::move(worker));
 }

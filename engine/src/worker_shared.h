@@ -88,11 +88,13 @@ struct WorkerShared {
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot);
 
 class CompiledFlow;
-// Starts a worker serving `flows` (deployed, validated, all on `queue`).
+// Starts a worker serving `flows` (deployed, validated, all on `queue`);
+// `generations` are the deployed generations its claims carry.
 absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
     Engine& engine, std::vector<Flow> flows,
     std::vector<std::shared_ptr<const CompiledFlow>> compiled,
-    std::string queue, WorkerOptions options);
+    std::string queue, WorkerOptions options,
+    std::vector<FlowGeneration> generations = {});
 
 }  // namespace sluice
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "compiled_flow.h"
+#include "engine_impl.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -79,13 +80,15 @@ absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
   }
   SLUICE_RETURN_IF_ERROR(ValidateWorkerOptions(options));
   std::vector<Flow> flows;
+  std::vector<FlowGeneration> generations;
   for (const Flow* flow : spec.flows()) {
-    SLUICE_ASSIGN_OR_RETURN(DeployOutcome deployed, Deploy(*flow));
-    (void)deployed;
+    SLUICE_ASSIGN_OR_RETURN(Impl::Deployed deployed, impl_->DeployFlow(*flow));
+    generations.push_back(FlowGeneration{flow->slug(), deployed.generation});
     flows.push_back(*flow);
   }
   return LaunchWorker(*this, std::move(flows), std::move(compiled),
-                      std::move(queue), std::move(options));
+                      std::move(queue), std::move(options),
+                      std::move(generations));
 }
 
 }  // namespace sluice

@@ -162,11 +162,22 @@ class StepSet {
   std::vector<std::pair<std::string, std::vector<bool>>> flows_;
 };
 
+// The generation of a flow a worker deployed (see development_recompile).
+struct FlowGeneration {
+  std::string flow_slug;
+  int64_t generation = 1;
+};
+
 struct ClaimRequest {
   std::string queue;
   std::string worker_id;
   StepSet served;
   int limit = 10;
+  // With EngineOptions::development_recompile: the generation of each flow
+  // the worker deployed. A flow recompiled since fails the claim before
+  // anything is read (the worker runs stale handlers). Flows not listed
+  // are not checked.
+  std::vector<FlowGeneration> generations;
 };
 
 struct ClaimedTask {
@@ -246,7 +257,11 @@ class Engine {
 
   // Compiles `flow` into the backend, or verifies the stored copy matches.
   // A stored flow that differs fails with kFailedPrecondition listing every
-  // difference, and changes nothing. Deploy a changed shape under a new slug.
+  // difference, and changes nothing. Deploy a changed shape under a new slug
+  // (with development_recompile on, it is recompiled instead: kRecompiled).
+  // A new slug joins the alias flow.alias() for good, and activates it if
+  // the alias is new; later versions stay inactive until Activate. A stored
+  // slug deployed under another alias fails with kFailedPrecondition.
   absl::StatusOr<DeployOutcome> Deploy(const Flow& flow);
 
   // Deploys a job's one-step flow (as Deploy(job.flow())).
@@ -269,8 +284,13 @@ class Engine {
       std::string_view slug, const Json& input,
       const EnqueueOptions& options = {});
 
-  // Starts a run of a deployed flow. `input` must fit max_payload_bytes, and
-  // be an array if the flow has a root map step.
+  // Starts a run of the active version of the alias `flow_slug` (a flow
+  // deployed without an alias is its own alias), resolved in the
+  // transaction that creates the run; the run keeps the concrete slug. An
+  // unknown alias is kNotFound, never a slug of that name. `input` must fit
+  // max_payload_bytes, and be an array if the flow has a root map step.
+  // StartRuns and Enqueue(job_name) resolve aliases the same way;
+  // Enqueue(job) starts the job's own slug.
   absl::StatusOr<RunId> StartRun(std::string_view flow_slug, const Json& input);
   // As above, with options (priority, delay or run_at, an id, metadata,
   // dedupe, retention, attempt overrides).

@@ -166,6 +166,10 @@ class Flow {
   Flow& Step(std::string slug, StepSpec spec, Handler handler = nullptr);
   Flow& Map(std::string slug, Handler handler);
   Flow& Map(std::string slug, StepSpec spec, Handler handler = nullptr);
+  // The alias this version belongs to (default: the slug itself). Fixed at
+  // the slug's first deployment; not part of the shape, so it is neither
+  // stored in the definition nor compared by DifferencesFrom.
+  Flow& Alias(std::string alias);
 
   // OK, or kInvalidArgument naming the first problem: a bad slug, a duplicate
   // step, an unknown or self dependency, a map step with more than one
@@ -175,6 +179,10 @@ class Flow {
   absl::Status ValidateForWorker() const;
 
   const std::string& slug() const { return shape_.slug; }
+  // The alias, or the slug when none was named.
+  const std::string& alias() const {
+    return alias_.empty() ? shape_.slug : alias_;
+  }
   const FlowShape& shape() const { return shape_; }
   const Handler& handler(int step_index) const { return handlers_[step_index]; }
 
@@ -184,6 +192,7 @@ class Flow {
   std::string StepQueue() const;
 
   FlowShape shape_;
+  std::string alias_;
   std::vector<Handler> handlers_;
   absl::Status first_error_;
 };
