@@ -14,6 +14,7 @@
 #include "pg_sql.h"
 #include "pg_values.h"
 #include "postgres_jobs_fixture.h"
+#include "support/postgres_sql.h"
 
 namespace sluice::testing {
 namespace {
@@ -22,21 +23,6 @@ using postgres_internal::Session;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-// The plan of `sql` with `params`, planned for those parameters as the
-// backend's sessions do.
-std::string Plan(Session& session, std::string_view sql,
-                 const std::vector<std::string>& params) {
-  absl::StatusOr<postgres_internal::Result> plan =
-      session.Query(StrCat("EXPLAIN ", sql), params, "explain");
-  EXPECT_TRUE(plan.ok()) << plan.status() << "\n" << sql;
-  if (!plan.ok()) return "";
-  std::string text;
-  for (int i = 0; i < plan->rows(); ++i) {
-    StrAppend(&text, PQgetvalue(plan->get(), i, 0), "\n");
-  }
-  return text;
-}
 
 TEST_F(PostgresJobsTest,
        ClaimAndNextVisible_WalkIndexes_WithStaleOrFreshStatistics) {
@@ -65,20 +51,21 @@ TEST_F(PostgresJobsTest,
     SCOPED_TRACE(analyzed ? "fresh statistics" : "stale statistics");
     for (const std::string* read : {&queue.read_all, &queue.read_no_payloads}) {
       // Half the messages are visible now.
-      std::string plan = Plan(*session, *read,
-                              {postgres_internal::FormatTimestamp(absl::Now()),
-                               now, "10", "plans"});
+      std::string plan =
+          PlanText(*session, *read,
+                   {postgres_internal::FormatTimestamp(absl::Now()), now, "10",
+                    "plans"});
       EXPECT_THAT(plan, HasSubstr("q_plans_sluice_claim")) << plan;
       EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
       EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
     }
-    std::string plan = Plan(*session, queue.next_visible, {now});
+    std::string plan = PlanText(*session, queue.next_visible, {now});
     EXPECT_THAT(plan, HasSubstr("q_plans_vt_idx")) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
 
-    plan = Plan(*session, postgres_internal::sql::kFindRunsByKeyAll.view(),
-                {"f1", "{k1,k6}"});
+    plan = PlanText(*session, postgres_internal::sql::kFindRunsByKeyAll.view(),
+                    {"f1", "{k1,k6}"});
     EXPECT_THAT(plan, HasSubstr("runs_by_external_key")) << plan;
     // Listing, unfiltered and by one flow, in every order: the plan walks
     // an index in that order and stops at the limit.
@@ -95,10 +82,10 @@ TEST_F(PostgresJobsTest,
                           "prepare")
                 .ok());
         for (std::string flows : {"NULL", "'{f1}'"}) {
-          plan = Plan(*session,
-                      StrCat("EXECUTE ", name, "(", flows,
-                             ", NULL, NULL, NULL, NULL, NULL, NULL, 50)"),
-                      {});
+          plan = PlanText(*session,
+                          StrCat("EXECUTE ", name, "(", flows,
+                                 ", NULL, NULL, NULL, NULL, NULL, NULL, 50)"),
+                          {});
           EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
           // Believing a flow has a few dozen runs (stale statistics), the
           // planner may sort them instead; a listing is not a hot path.

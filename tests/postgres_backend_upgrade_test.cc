@@ -10,11 +10,11 @@
 #include "gtest/gtest.h"
 #include "pg_session.h"
 #include "postgres_jobs_fixture.h"
+#include "support/postgres_sql.h"
 
 namespace sluice::testing {
 namespace {
 
-using postgres_internal::Session;
 using ::testing::ElementsAre;
 
 class PostgresUpgradeTest : public ::testing::Test {
@@ -25,19 +25,11 @@ class PostgresUpgradeTest : public ::testing::Test {
 };
 
 std::string QueryText(const std::string& url, const std::string& sql) {
-  absl::StatusOr<Session> session = Session::Open(url);
-  EXPECT_TRUE(session.ok()) << session.status();
-  if (!session.ok()) return "";
-  absl::StatusOr<std::string> text = session->QueryText(sql, {}, "test");
-  EXPECT_TRUE(text.ok()) << text.status() << "\n" << sql;
-  return text.ok() ? *text : "";
+  return SqlSession(url).Value(sql).value_or("");
 }
 
 void ExecuteSql(const std::string& url, const std::string& sql) {
-  absl::StatusOr<Session> session = Session::Open(url);
-  ASSERT_TRUE(session.ok()) << session.status();
-  absl::Status status = session->Execute(sql, "test");
-  ASSERT_TRUE(status.ok()) << status << "\n" << sql;
+  SqlSession(url).Script(sql);
 }
 
 TEST_F(PostgresUpgradeTest, Version2Database_WithQueuedMessages_Migrates) {

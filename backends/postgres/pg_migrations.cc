@@ -46,6 +46,7 @@ constexpr ExpectedTable kTables[] = {
     {"sluice.workers", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.attempts", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.dedupe", "SELECT,INSERT,UPDATE,DELETE"},
+    {"sluice.aliases", "SELECT,INSERT,UPDATE,DELETE"},
     {"pgmq.meta", "SELECT"},
 };
 // Functions, and whether the runtime role must be able to call them.
@@ -56,6 +57,7 @@ struct ExpectedFunction {
 constexpr ExpectedFunction kFunctions[] = {
     {"sluice.require_found(text,text)", true},
     {"sluice.create_queue(text)", true},
+    {"sluice.drop_queue(text)", true},
     {"sluice.add_claim_index(text)", false},
     {"pgmq.create(text)", false},
     {"pgmq.drop_queue(text)", false},

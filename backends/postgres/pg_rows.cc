@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "boost/json.hpp"
+#include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -49,15 +51,72 @@ TaskKey ReadTaskKey(Row& row) {
   return key;
 }
 
+// A string element of a served-steps entry, or why not.
+absl::StatusOr<std::string> ServedString(const Json& value,
+                                         std::string_view what) {
+  if (!value.is_string()) {
+    return absl::InvalidArgumentError(
+        StrCat("worker's served steps: ", what, " is not a string"));
+  }
+  return std::string(value.get_string());
+}
+
 }  // namespace
+
+Json ServedToJson(const std::vector<ServedSteps>& served) {
+  boost::json::array flows;
+  for (const ServedSteps& flow : served) {
+    boost::json::array steps;
+    for (const std::string& step : flow.steps) steps.emplace_back(step);
+    flows.push_back(boost::json::object{{"flow", flow.flow_slug},
+                                        {"steps", std::move(steps)}});
+  }
+  return flows;
+}
+
+absl::StatusOr<std::vector<ServedSteps>> ServedFromJson(const Json& json) {
+  if (!json.is_array()) {
+    return absl::InvalidArgumentError(
+        "worker's served steps: not an array of {\"flow\", \"steps\"}");
+  }
+  std::vector<ServedSteps> served;
+  for (const Json& entry : json.get_array()) {
+    const boost::json::object* object = entry.if_object();
+    const Json* flow = object ? object->if_contains("flow") : nullptr;
+    const Json* steps = object ? object->if_contains("steps") : nullptr;
+    if (flow == nullptr || steps == nullptr || !steps->is_array()) {
+      return absl::InvalidArgumentError(
+          "worker's served steps: an entry is not {\"flow\": slug, "
+          "\"steps\": [slug, ...]}");
+    }
+    ServedSteps item;
+    SLUICE_ASSIGN_OR_RETURN(item.flow_slug, ServedString(*flow, "a flow"));
+    for (const Json& step : steps->get_array()) {
+      SLUICE_ASSIGN_OR_RETURN(std::string slug, ServedString(step, "a step"));
+      item.steps.push_back(std::move(slug));
+    }
+    served.push_back(std::move(item));
+  }
+  return served;
+}
 
 absl::StatusOr<FlowRecord> ReadFlow(Row row) {
   FlowRecord flow;
   flow.slug = row.Text();
   flow.definition = row.Json("flow definition");
   flow.created_at = row.Time();
+  flow.alias = row.Text();
+  flow.generation = row.Int();
   std::string what = "flow \"" + flow.slug + "\"";
   return CheckedWhole(row, std::move(flow), what);
+}
+
+absl::StatusOr<AliasRecord> ReadAlias(Row row) {
+  AliasRecord alias;
+  alias.alias = row.Text();
+  alias.active_slug = row.Text();
+  alias.updated_at = row.Time();
+  return CheckedWhole(row, std::move(alias), "alias");
 }
 
 absl::StatusOr<QueueRecord> ReadQueue(Row row) {
@@ -187,6 +246,14 @@ absl::StatusOr<WorkerRecord> ReadWorker(Row row) {
   worker.started_at = row.Time();
   worker.last_heartbeat_at = row.Time();
   worker.stopped_at = row.OptionalTime();
+  if (std::optional<Json> served = row.OptionalJson("worker's served steps")) {
+    absl::StatusOr<std::vector<ServedSteps>> steps = ServedFromJson(*served);
+    if (steps.ok()) {
+      worker.served = *std::move(steps);
+    } else {
+      row.NoteUnreadable(ToStd(steps.status().message()));
+    }
+  }
   return CheckedWhole(row, std::move(worker), "worker");
 }
 

@@ -6,6 +6,8 @@
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_ROWS_H_
 
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "pg_values.h"
 #include "sluice/backend.h"
@@ -14,6 +16,7 @@
 namespace sluice::postgres_internal {
 
 absl::StatusOr<FlowRecord> ReadFlow(Row row);
+absl::StatusOr<AliasRecord> ReadAlias(Row row);
 absl::StatusOr<QueueRecord> ReadQueue(Row row);
 absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields);
 absl::StatusOr<StepStateRecord> ReadStepState(Row row, Fields fields);
@@ -23,7 +26,12 @@ absl::StatusOr<OutboxReport> ReadReport(Row row);
 absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields);
 absl::StatusOr<AttemptRecord> ReadAttempt(Row row);
 absl::StatusOr<DedupeRecord> ReadDedupe(Row row);
+// The served column's JSON ([{"flow": slug, "steps": [slug, ...]}, ...])
+// and back; NULL reads as none. An entry of another shape makes the worker
+// corrupt (kInternal), like a flow whose definition does not decode.
 absl::StatusOr<WorkerRecord> ReadWorker(Row row);
+Json ServedToJson(const std::vector<ServedSteps>& served);
+absl::StatusOr<std::vector<ServedSteps>> ServedFromJson(const Json& json);
 
 }  // namespace sluice::postgres_internal
 

@@ -68,19 +68,54 @@ inline constexpr char kReport[] =
     "o.created_at";
 inline constexpr char kWorker[] =
     "worker_id, queue_name, flow_slug, started_at, last_heartbeat_at, "
-    "stopped_at";
+    "stopped_at, served";
 
-// --- Flows, queues, workers ---
+// --- Flows ---
 
 inline constexpr std::string_view kLockFlowSlug =
     "SELECT pg_advisory_xact_lock(hashtext('sluice.flow:' || $1))";
-inline constexpr std::string_view kGetFlow =
-    "SELECT slug, definition, created_at FROM sluice.flows WHERE slug = $1";
-inline constexpr std::string_view kInsertFlow =
-    "INSERT INTO sluice.flows (slug, definition, created_at) "
-    "VALUES ($1, $2::json, $3::timestamptz)";
-inline constexpr std::string_view kListFlows =
-    "SELECT slug, definition, created_at FROM sluice.flows ORDER BY slug";
+inline constexpr char kFlow[] =
+    "slug, definition, created_at, alias, generation";
+inline constexpr auto kGetFlow =
+    Join("SELECT ", kFlow, " FROM sluice.flows WHERE slug = $1");
+inline constexpr auto kInsertFlow =
+    Join("INSERT INTO sluice.flows (", kFlow,
+         ") VALUES ($1, $2::json, $3::timestamptz, $4, $5::bigint)");
+inline constexpr auto kListFlows =
+    Join("SELECT ", kFlow, " FROM sluice.flows ORDER BY slug");
+// Rows: (slug) if the flow existed.
+inline constexpr std::string_view kDeleteFlow =
+    "DELETE FROM sluice.flows WHERE slug = $1 RETURNING slug";
+inline constexpr std::string_view kUpdateFlow =
+    "UPDATE sluice.flows SET definition = $2::json, generation = $3::bigint "
+    "WHERE slug = $1 RETURNING slug";
+// One row; runs_by_flow_start finds the flow's runs.
+inline constexpr std::string_view kCountRuns =
+    "SELECT count(*) FILTER (WHERE status = 'started'), "
+    "count(*) FILTER (WHERE status = 'completed'), "
+    "count(*) FILTER (WHERE status = 'failed'), "
+    "count(*) FILTER (WHERE status = 'cancelled') "
+    "FROM sluice.runs WHERE flow_slug = $1";
+
+// --- Aliases ---
+
+// The two-key form keeps these apart from LockFlowSlug's one-key locks (a
+// slug and an alias may share a text) and from kLockDedupeKey's (1936).
+inline constexpr std::string_view kLockAlias =
+    "SELECT pg_advisory_xact_lock(1937, hashtext($1))";
+inline constexpr char kAlias[] = "alias, active_slug, updated_at";
+inline constexpr auto kGetAlias =
+    Join("SELECT ", kAlias, " FROM sluice.aliases WHERE alias = $1");
+inline constexpr auto kPutAlias =
+    Join("INSERT INTO sluice.aliases (", kAlias,
+         ") VALUES ($1, $2, $3::timestamptz) ON CONFLICT (alias) DO UPDATE "
+         "SET active_slug = excluded.active_slug, "
+         "updated_at = excluded.updated_at");
+inline constexpr auto kListAliases =
+    Join("SELECT ", kAlias, " FROM sluice.aliases ORDER BY alias");
+
+// --- Queues, workers ---
+
 inline constexpr char kQueue[] = "name, owner_flow, created_at, paused";
 inline constexpr auto kGetQueue =
     Join("SELECT ", kQueue, " FROM sluice.queues WHERE name = $1");
@@ -98,15 +133,20 @@ inline constexpr std::string_view kInsertQueue =
     "VALUES ($1, $2, $3::timestamptz)";
 inline constexpr std::string_view kCreatePhysicalQueue =
     "SELECT sluice.create_queue($1)";
+// Rows: one if the queue was registered; its physical queue (if any) goes
+// with the registry row.
+inline constexpr std::string_view kDeleteQueue =
+    "WITH gone AS (DELETE FROM sluice.queues WHERE name = $1 RETURNING name) "
+    "SELECT sluice.drop_queue(name) FROM gone";
 inline constexpr std::string_view kNotifyQueue = "SELECT pg_notify($1, '')";
 inline constexpr auto kUpsertWorker =
     Join("INSERT INTO sluice.workers (", kWorker,
          ") VALUES ($1, $2, $3, $4::timestamptz, $5::timestamptz, "
-         "$6::timestamptz) ON CONFLICT (worker_id) DO UPDATE SET "
+         "$6::timestamptz, $7::json) ON CONFLICT (worker_id) DO UPDATE SET "
          "queue_name = excluded.queue_name, flow_slug = excluded.flow_slug, "
          "started_at = excluded.started_at, "
          "last_heartbeat_at = excluded.last_heartbeat_at, "
-         "stopped_at = excluded.stopped_at");
+         "stopped_at = excluded.stopped_at, served = excluded.served");
 inline constexpr auto kListWorkers =
     Join("SELECT ", kWorker, " FROM sluice.workers ORDER BY worker_id");
 // Scans the table on purpose: pruning keeps it to the workers of the last

@@ -1,4 +1,4 @@
-// Flows, the queue registry, workers, and queue notifications.
+// Flows, aliases, the queue registry, workers, and queue notifications.
 #include "pg_tables.h"
 
 #include <utility>
@@ -6,6 +6,7 @@
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
 
@@ -26,7 +27,12 @@ absl::StatusOr<std::optional<FlowRecord>> PgTables::GetFlow(
 
 absl::Status PgTables::InsertFlow(const FlowRecord& flow) {
   Send(sql::kInsertFlow,
-       Params().Text(flow.slug).Json(flow.definition).Time(flow.created_at),
+       Params()
+           .Text(flow.slug)
+           .Json(flow.definition)
+           .Time(flow.created_at)
+           .Text(flow.alias)
+           .Int(flow.generation),
        "InsertFlow");
   return absl::OkStatus();
 }
@@ -40,6 +46,78 @@ absl::StatusOr<std::vector<FlowRecord>> PgTables::ListFlows() {
     flows.push_back(std::move(flow));
   }
   return flows;
+}
+
+absl::StatusOr<bool> PgTables::DeleteFlow(std::string_view flow_slug) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::kDeleteFlow, Params().Text(flow_slug), "DeleteFlow"));
+  return result.rows() == 1;
+}
+
+absl::Status PgTables::UpdateFlow(const FlowRecord& flow) {
+  // Waits for the answer: a recompilation is rare, and the caller learns
+  // kNotFound here rather than at COMMIT.
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::kUpdateFlow,
+            Params().Text(flow.slug).Json(flow.definition).Int(flow.generation),
+            "UpdateFlow"));
+  if (result.rows() == 0) {
+    return absl::NotFoundError(
+        StrCat("UpdateFlow: flow \"", flow.slug, "\" does not exist"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<RunCounts> PgTables::CountRuns(std::string_view flow_slug) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::kCountRuns, Params().Text(flow_slug), "CountRuns"));
+  if (result.rows() != 1) {
+    return absl::InternalError("postgres CountRuns: expected one row");
+  }
+  Row row = result.row(0);
+  RunCounts counts;
+  counts.started = row.Int();
+  counts.completed = row.Int();
+  counts.failed = row.Int();
+  counts.cancelled = row.Int();
+  SLUICE_RETURN_IF_ERROR(row.status());
+  return counts;
+}
+
+absl::Status PgTables::LockAlias(std::string_view alias) {
+  // Taken when the server reaches it, like LockFlowSlug.
+  Send(sql::kLockAlias, Params().Text(alias), "LockAlias");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<AliasRecord>> PgTables::GetAlias(
+    std::string_view alias) {
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(sql::kGetAlias, Params().Text(alias), "GetAlias"));
+  if (result.rows() == 0) return std::nullopt;
+  return ReadAlias(result.row(0));
+}
+
+absl::Status PgTables::PutAlias(const AliasRecord& alias) {
+  Send(
+      sql::kPutAlias,
+      Params().Text(alias.alias).Text(alias.active_slug).Time(alias.updated_at),
+      "PutAlias");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<AliasRecord>> PgTables::ListAliases() {
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(sql::kListAliases, Params(), "ListAliases"));
+  std::vector<AliasRecord> aliases;
+  for (int i = 0; i < result.rows(); ++i) {
+    SLUICE_ASSIGN_OR_RETURN(AliasRecord alias, ReadAlias(result.row(i)));
+    aliases.push_back(std::move(alias));
+  }
+  return aliases;
 }
 
 absl::StatusOr<std::optional<QueueRecord>> PgTables::GetQueue(
@@ -65,6 +143,15 @@ absl::Status PgTables::CreateQueue(const QueueRecord& queue) {
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> PgTables::DeleteQueue(std::string_view name) {
+  // One statement: the registry row, then pgmq.drop_queue (its tables and
+  // every message, live and archived), as the schema's owner.
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(sql::kDeleteQueue, Params().Text(name), "DeleteQueue", name));
+  return result.rows() == 1;
+}
+
 absl::Status PgTables::UpsertWorker(const WorkerRecord& worker) {
   Send(sql::kUpsertWorker,
        Params()
@@ -73,7 +160,8 @@ absl::Status PgTables::UpsertWorker(const WorkerRecord& worker) {
            .Text(worker.flow_slug)
            .Time(worker.started_at)
            .Time(worker.last_heartbeat_at)
-           .OptionalTime(worker.stopped_at),
+           .OptionalTime(worker.stopped_at)
+           .Json(ServedToJson(worker.served)),
        "UpsertWorker");
   return absl::OkStatus();
 }

@@ -11,7 +11,8 @@
 // their rows (UpdateRuns, UpdateStepStates) check in SQL, so a miss aborts
 // the transaction on the server.
 //
-// Sources: flows, queues, workers and notifications in pg_tables.cc; runs,
+// Sources: flows, aliases, queues, workers and notifications in
+// pg_tables.cc; runs,
 // step states and retention in pg_tables_runs.cc; tasks and the outbox in
 // pg_tables_tasks.cc; queue messages in pg_tables_messages.cc; the
 // attempts ledger, the dedupe registry, queue pausing and task counts in
@@ -44,11 +45,19 @@ class PgTables {
   absl::StatusOr<std::optional<FlowRecord>> GetFlow(std::string_view flow_slug);
   absl::Status InsertFlow(const FlowRecord& flow);
   absl::StatusOr<std::vector<FlowRecord>> ListFlows();
+  absl::StatusOr<bool> DeleteFlow(std::string_view flow_slug);
+  absl::Status UpdateFlow(const FlowRecord& flow);
+  absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug);
+  absl::Status LockAlias(std::string_view alias);
+  absl::StatusOr<std::optional<AliasRecord>> GetAlias(std::string_view alias);
+  absl::Status PutAlias(const AliasRecord& alias);
+  absl::StatusOr<std::vector<AliasRecord>> ListAliases();
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);
   absl::StatusOr<bool> QueueExists(std::string_view name);
   absl::Status CreateQueue(const QueueRecord& queue);
   absl::StatusOr<std::vector<QueueRecord>> ListQueues();
   absl::Status SetQueuePaused(std::string_view name, bool paused);
+  absl::StatusOr<bool> DeleteQueue(std::string_view name);
 
   absl::Status InsertRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(

@@ -97,6 +97,37 @@ absl::StatusOr<std::vector<FlowRecord>> PostgresTransaction::ListFlows() {
   return Guarded([&] { return tables_.ListFlows(); });
 }
 
+absl::StatusOr<bool> PostgresTransaction::DeleteFlow(
+    std::string_view flow_slug) {
+  return Guarded([&] { return tables_.DeleteFlow(flow_slug); });
+}
+
+absl::Status PostgresTransaction::UpdateFlow(const FlowRecord& flow) {
+  return Guarded([&] { return tables_.UpdateFlow(flow); });
+}
+
+absl::StatusOr<RunCounts> PostgresTransaction::CountRuns(
+    std::string_view flow_slug) {
+  return Guarded([&] { return tables_.CountRuns(flow_slug); });
+}
+
+absl::Status PostgresTransaction::LockAlias(std::string_view alias) {
+  return Guarded([&] { return tables_.LockAlias(alias); });
+}
+
+absl::StatusOr<std::optional<AliasRecord>> PostgresTransaction::GetAlias(
+    std::string_view alias) {
+  return Guarded([&] { return tables_.GetAlias(alias); });
+}
+
+absl::Status PostgresTransaction::PutAlias(const AliasRecord& alias) {
+  return Guarded([&] { return tables_.PutAlias(alias); });
+}
+
+absl::StatusOr<std::vector<AliasRecord>> PostgresTransaction::ListAliases() {
+  return Guarded([&] { return tables_.ListAliases(); });
+}
+
 absl::StatusOr<std::optional<QueueRecord>> PostgresTransaction::GetQueue(
     std::string_view name) {
   return Guarded([&] { return tables_.GetQueue(name); });
@@ -117,6 +148,10 @@ absl::StatusOr<std::vector<QueueRecord>> PostgresTransaction::ListQueues() {
 absl::Status PostgresTransaction::SetQueuePaused(std::string_view name,
                                                  bool paused) {
   return Guarded([&] { return tables_.SetQueuePaused(name, paused); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::DeleteQueue(std::string_view name) {
+  return Guarded([&] { return tables_.DeleteQueue(name); });
 }
 
 absl::Status PostgresTransaction::InsertRuns(std::span<RunRecord> runs) {
@@ -328,42 +363,6 @@ absl::StatusOr<int> PostgresTransaction::DeleteInactiveWorkers(
     absl::Time inactive_before, int limit) {
   return Guarded(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
-}
-
-// Interface v5: not implemented yet.
-absl::StatusOr<bool> PostgresTransaction::DeleteFlow(
-    std::string_view flow_slug) {
-  (void)flow_slug;
-  return absl::UnimplementedError("postgres: DeleteFlow");
-}
-absl::Status PostgresTransaction::UpdateFlow(const FlowRecord& flow) {
-  (void)flow;
-  return absl::UnimplementedError("postgres: UpdateFlow");
-}
-absl::StatusOr<RunCounts> PostgresTransaction::CountRuns(
-    std::string_view flow_slug) {
-  (void)flow_slug;
-  return absl::UnimplementedError("postgres: CountRuns");
-}
-absl::Status PostgresTransaction::LockAlias(std::string_view alias) {
-  (void)alias;
-  return absl::UnimplementedError("postgres: LockAlias");
-}
-absl::StatusOr<std::optional<AliasRecord>> PostgresTransaction::GetAlias(
-    std::string_view alias) {
-  (void)alias;
-  return absl::UnimplementedError("postgres: GetAlias");
-}
-absl::Status PostgresTransaction::PutAlias(const AliasRecord& alias) {
-  (void)alias;
-  return absl::UnimplementedError("postgres: PutAlias");
-}
-absl::StatusOr<std::vector<AliasRecord>> PostgresTransaction::ListAliases() {
-  return absl::UnimplementedError("postgres: ListAliases");
-}
-absl::StatusOr<bool> PostgresTransaction::DeleteQueue(std::string_view name) {
-  (void)name;
-  return absl::UnimplementedError("postgres: DeleteQueue");
 }
 
 }  // namespace sluice::postgres_internal

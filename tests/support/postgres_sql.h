@@ -1,5 +1,6 @@
 // A test's own libpq connection, to look at a Postgres database from
-// outside the backend: pg_stat_activity, row counts, terminating sessions.
+// outside the backend: pg_stat_activity, row counts, terminating sessions,
+// query plans.
 // Statements run through the backend's plain-statement helpers
 // (pg_session.h). Failures are test failures (ADD_FAILURE), and queries
 // return what they could.
@@ -11,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -38,6 +40,21 @@ inline std::vector<std::vector<std::optional<std::string>>> TextRows(
   return rows;
 }
 
+// The plan of `sql` with `params` (EXPLAIN's lines), as `session` plans it.
+inline std::string PlanText(postgres_internal::Session& session,
+                            std::string_view sql,
+                            const std::vector<std::string>& params) {
+  absl::StatusOr<postgres_internal::Result> plan =
+      session.Query("EXPLAIN " + std::string(sql), params, "explain");
+  EXPECT_TRUE(plan.ok()) << plan.status() << "\n" << sql;
+  if (!plan.ok()) return "";
+  std::string text;
+  for (const std::vector<std::optional<std::string>>& row : TextRows(*plan)) {
+    text += row.at(0).value_or("") + "\n";
+  }
+  return text;
+}
+
 class SqlSession {
  public:
   // Fails the test and returns an unusable session if `url` can't be
@@ -51,6 +68,14 @@ class SqlSession {
   }
 
   bool ok() const { return session_.ok(); }
+
+  // Runs a script of one or more statements (no parameters); fails the
+  // test if it fails.
+  void Script(const std::string& sql) {
+    if (!ok()) return;
+    absl::Status status = session_->Execute(sql, "test script");
+    EXPECT_TRUE(status.ok()) << status << "\n" << sql;
+  }
 
   // Every row of one statement, each value as text ("" for NULL). Values
   // are bound as text parameters $1, $2, ...
