@@ -10,8 +10,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <deque>
 #include <algorithm>
+#include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -74,8 +75,8 @@ class RolloutProcessTest : public ::testing::TestWithParam<std::string> {
                 {"rollout", url_, "version=" + std::to_string(version),
                  "worker_id=" + id, "concurrency=4", "delay_ms=20"}));
       std::string line;
-      ASSERT_TRUE(ReadLine(children_.back().out, absl::Now() + kDeadline,
-                           &line))
+      ASSERT_TRUE(
+          ReadLine(children_.back().out, absl::Now() + kDeadline, &line))
           << id << " did not start";
       ASSERT_EQ(line, "ready") << id;
     }
@@ -137,6 +138,9 @@ TEST_P(RolloutProcessTest, VersionTwoActivatedMidFlight_RunsKeepTheirVersion) {
   const int64_t in_flight = Versions()["rollout_v1"].runs.started;
   EXPECT_GT(in_flight, 0) << "activation came after every run ended; the "
                              "test did not test a rollout";
+  RecordProperty("v1_runs_in_flight_at_activation", std::to_string(in_flight));
+  std::printf("version 1 runs in flight at activation: %lld of %d\n",
+              static_cast<long long>(in_flight), kRunsBefore);
   absl::Status stale = engine_->Activate("rollout", "rollout_v1", "rollout_v1");
   EXPECT_EQ(stale.code(), absl::StatusCode::kFailedPrecondition) << stale;
 

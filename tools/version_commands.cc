@@ -61,8 +61,8 @@ int ActivateCommand(const Args& args) {
     Fail(activated);
     if (activated.code() == absl::StatusCode::kFailedPrecondition) {
       std::fprintf(stderr,
-                   "sluice: nothing changed; check `sluice versions %s` and "
-                   "retry with the active slug as --expect\n",
+                   "sluice: `sluice versions %s` shows the versions and the "
+                   "active one (the value for --expect)\n",
                    alias.c_str());
     }
     return kExitError;
@@ -109,8 +109,9 @@ int CoverageCommand(const Args& args) {
     }
   }
   if (unserved == 0) {
-    std::printf("all %d steps on %zu queues are served\n", steps,
-                coverage->size());
+    std::printf("all %d step%s on %zu queue%s served\n", steps,
+                steps == 1 ? "" : "s", coverage->size(),
+                coverage->size() == 1 ? " is" : "s are");
     return 0;
   }
   std::printf("UNSERVED: %d of %d steps have no live worker\n", unserved,

@@ -66,14 +66,14 @@ inline Job ProcJob(Handler handler) {
 // so a run's output names the version that ran it: {"work": {...}} for v1,
 // {"finish": {...}} for v2.
 inline Flow RolloutV1(Handler work) {
-  Flow flow("rollout_v1", {.base_delay = absl::ZeroDuration(),
-                           .timeout = absl::Seconds(10)});
+  Flow flow("rollout_v1",
+            {.base_delay = absl::ZeroDuration(), .timeout = absl::Seconds(10)});
   flow.Alias("rollout").Step("work", std::move(work));
   return flow;
 }
 inline Flow RolloutV2(Handler work, Handler finish) {
-  Flow flow("rollout_v2", {.base_delay = absl::ZeroDuration(),
-                           .timeout = absl::Seconds(10)});
+  Flow flow("rollout_v2",
+            {.base_delay = absl::ZeroDuration(), .timeout = absl::Seconds(10)});
   flow.Alias("rollout")
       .Step("work", std::move(work))
       .Step("finish", {.depends_on = {"work"}}, std::move(finish));

@@ -67,10 +67,11 @@ void Say(const std::string& line) {
 int main(int argc, char** argv) {
   using namespace sluice;
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: %s crashy|shared|fleet|jobs|rollout|announce BACKEND_URL "
-                 "[NAME=VALUE...]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s crashy|shared|fleet|jobs|rollout|announce BACKEND_URL "
+        "[NAME=VALUE...]\n",
+        argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
