@@ -102,6 +102,44 @@ void BackendContractV4Test::SetUp() {
   }
 }
 
+void BackendContractV5Test::SetUp() {
+  BackendContractTest::SetUp();
+  if (IsSkipped() || HasFatalFailure()) return;
+  // As the v4 probes: each v5 call once, in a transaction that is dropped.
+  const std::vector<
+      std::pair<std::string_view, std::function<absl::Status(Transaction&)>>>
+      probes = {
+          {"DeleteFlow",
+           [](Transaction& tx) { return tx.DeleteFlow("f").status(); }},
+          {"UpdateFlow",
+           [](Transaction& tx) {
+             return tx.UpdateFlow({.slug = "f", .definition = Json()});
+           }},
+          {"CountRuns",
+           [](Transaction& tx) { return tx.CountRuns("f").status(); }},
+          {"LockAlias", [](Transaction& tx) { return tx.LockAlias("a"); }},
+          {"GetAlias",
+           [](Transaction& tx) { return tx.GetAlias("a").status(); }},
+          {"PutAlias",
+           [](Transaction& tx) {
+             return tx.PutAlias({.alias = "a", .active_slug = "f"});
+           }},
+          {"ListAliases",
+           [](Transaction& tx) { return tx.ListAliases().status(); }},
+          {"DeleteQueue",
+           [](Transaction& tx) { return tx.DeleteQueue("q").status(); }},
+      };
+  for (const auto& [name, probe] : probes) {
+    std::unique_ptr<Transaction> tx = Begin();
+    ASSERT_NE(tx, nullptr);
+    const absl::Status status = probe(*tx);
+    if (status.code() == absl::StatusCode::kUnimplemented) {
+      GTEST_SKIP() << GetParam() << " does not implement " << name
+                   << " yet: " << status;
+    }
+  }
+}
+
 std::string BackendName(const ::testing::TestParamInfo<std::string>& info) {
   if (info.param == "memory") return "Memory";
   if (info.param == "sqlite") return "Sqlite";

@@ -12,7 +12,8 @@
 // stubs return kUnimplemented). The v4 fixture (BackendContractV4Test) skips
 // such a backend in SetUp, and ASSERT_OK_OR_SKIP skips at a call that
 // returns kUnimplemented, so the suite stays green while the backends catch
-// up and runs in full once they have.
+// up and runs in full once they have. Interface v5 (deployment) does the same
+// with BackendContractV5Test.
 #ifndef SLUICE_TESTS_BACKEND_CONTRACT_FIXTURE_H_
 #define SLUICE_TESTS_BACKEND_CONTRACT_FIXTURE_H_
 
@@ -428,6 +429,14 @@ class BackendContractTest : public ::testing::TestWithParam<std::string> {
 // The v4 contract: skips, in SetUp, a backend that does not implement every
 // v4 call yet.
 class BackendContractV4Test : public BackendContractTest {
+ protected:
+  void SetUp() override;
+};
+
+// The v5 contract (aliases, flow generations and deletion, run counts, queue
+// deletion, served steps): skips, in SetUp, a backend that does not
+// implement every v5 call yet, as BackendContractV4Test does for v4.
+class BackendContractV5Test : public BackendContractTest {
  protected:
   void SetUp() override;
 };

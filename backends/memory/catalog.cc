@@ -29,6 +29,49 @@ std::vector<FlowRecord> Catalog::ListFlows() const {
   return flows;
 }
 
+bool Catalog::DeleteFlow(std::string_view slug, UndoLog& undo) {
+  auto it = flows_.find(slug);
+  if (it == flows_.end()) return false;
+  undo.Add(undo::FlowChanged{}, SavedFlow{.previous = std::move(it->second)});
+  flows_.erase(it);
+  return true;
+}
+
+absl::Status Catalog::UpdateFlow(const FlowRecord& flow, UndoLog& undo) {
+  auto it = flows_.find(flow.slug);
+  if (it == flows_.end()) {
+    return absl::NotFoundError(
+        StrCat("flow \"", flow.slug, "\" does not exist"));
+  }
+  FlowRecord next = StoredCopy(flow);
+  // Only the definition and the generation change; the rest is fixed at
+  // creation.
+  next.created_at = it->second.created_at;
+  next.alias = it->second.alias;
+  undo.Add(undo::FlowChanged{},
+           SavedFlow{.previous = std::exchange(it->second, std::move(next))});
+  return absl::OkStatus();
+}
+
+const AliasRecord* Catalog::FindAlias(std::string_view alias) const {
+  auto it = aliases_.find(alias);
+  return it == aliases_.end() ? nullptr : &it->second;
+}
+
+void Catalog::PutAlias(const AliasRecord& alias, UndoLog& undo) {
+  auto [it, inserted] = aliases_.try_emplace(alias.alias, alias);
+  SavedAlias saved{.alias = alias.alias};
+  if (!inserted) saved.previous = std::exchange(it->second, alias);
+  undo.Add(undo::AliasChanged{}, std::move(saved));
+}
+
+std::vector<AliasRecord> Catalog::ListAliases() const {
+  std::vector<AliasRecord> aliases;
+  aliases.reserve(aliases_.size());
+  for (const auto& [name, alias] : aliases_) aliases.push_back(alias);
+  return aliases;
+}
+
 MessageQueue* Catalog::FindQueue(std::string_view name) {
   auto it = queues_.find(ToAbsl(name));
   return it == queues_.end() ? nullptr : it->second.get();
@@ -59,6 +102,20 @@ std::vector<QueueRecord> Catalog::ListQueues() const {
               return a.name < b.name;
             });
   return queues;
+}
+
+bool Catalog::DeleteQueue(std::string_view name, UndoLog& undo) {
+  auto it = queues_.find(ToAbsl(name));
+  if (it == queues_.end()) return false;
+  MessageQueue* queue = it->second.get();
+  detached_queues_.emplace(queue, std::move(it->second));
+  queues_.erase(it);
+  undo.AddDetached(undo::QueueDeleted{.queue = queue});
+  return true;
+}
+
+void Catalog::FreeDetachedQueue(MessageQueue* queue) {
+  detached_queues_.erase(queue);
 }
 
 void Catalog::UpsertWorker(const WorkerRecord& worker, UndoLog& undo) {
@@ -102,7 +159,27 @@ int Catalog::DeleteInactiveWorkers(absl::Time inactive_before, int limit,
 
 void Catalog::UndoInsertFlow(const std::string& slug) { flows_.erase(slug); }
 
+void Catalog::UndoChangeFlow(SavedFlow saved) {
+  std::string slug = saved.previous.slug;
+  flows_.insert_or_assign(std::move(slug), std::move(saved.previous));
+}
+
+void Catalog::UndoPutAlias(SavedAlias saved) {
+  if (saved.previous.has_value()) {
+    aliases_.insert_or_assign(saved.alias, std::move(*saved.previous));
+  } else {
+    aliases_.erase(saved.alias);
+  }
+}
+
 void Catalog::UndoCreateQueue(const std::string& name) { queues_.erase(name); }
+
+void Catalog::UndoDeleteQueue(MessageQueue* queue) {
+  auto it = detached_queues_.find(queue);
+  std::string name = queue->record().name;
+  queues_.insert_or_assign(std::move(name), std::move(it->second));
+  detached_queues_.erase(it);
+}
 
 void Catalog::UndoUpsertWorker(SavedWorker saved) {
   if (saved.previous.has_value()) {

@@ -1,4 +1,4 @@
-// The memory backend's small registries: flows, queues and workers.
+// The memory backend's small registries: flows, aliases, queues and workers.
 #ifndef SLUICE_BACKENDS_MEMORY_CATALOG_H_
 #define SLUICE_BACKENDS_MEMORY_CATALOG_H_
 
@@ -30,6 +30,17 @@ class Catalog {
   // kAlreadyExists if a flow with this slug exists.
   absl::Status InsertFlow(const FlowRecord& flow, UndoLog& undo);
   std::vector<FlowRecord> ListFlows() const;
+  // False if no such flow.
+  bool DeleteFlow(std::string_view slug, UndoLog& undo);
+  // Replaces the stored flow's definition and generation; kNotFound if
+  // absent.
+  absl::Status UpdateFlow(const FlowRecord& flow, UndoLog& undo);
+
+  const AliasRecord* FindAlias(std::string_view alias) const;
+  // Inserts or replaces.
+  void PutAlias(const AliasRecord& alias, UndoLog& undo);
+  // By alias.
+  std::vector<AliasRecord> ListAliases() const;
 
   // nullptr if no such queue. In memory every queue is registered: the
   // registry entry and the physical queue are one object.
@@ -39,6 +50,12 @@ class Catalog {
   absl::Status CreateQueue(const QueueRecord& queue, UndoLog& undo);
   // Every queue's registry entry, by name.
   std::vector<QueueRecord> ListQueues() const;
+  // Drops the queue with all its messages; false if no such queue. The
+  // object is detached, not destroyed, until the transaction ends, so undo
+  // entries that point at it stay valid.
+  bool DeleteQueue(std::string_view name, UndoLog& undo);
+  // Destroys a queue DeleteQueue detached (on commit).
+  void FreeDetachedQueue(MessageQueue* queue);
 
   // Inserts or replaces the whole record.
   void UpsertWorker(const WorkerRecord& worker, UndoLog& undo);
@@ -49,12 +66,19 @@ class Catalog {
 
   // Reverts, newest change first.
   void UndoInsertFlow(const std::string& slug);
+  void UndoChangeFlow(SavedFlow saved);
+  void UndoPutAlias(SavedAlias saved);
   void UndoCreateQueue(const std::string& name);
+  void UndoDeleteQueue(MessageQueue* queue);
   void UndoUpsertWorker(SavedWorker saved);
 
  private:
   absl::btree_map<std::string, FlowRecord, std::less<>> flows_;
+  absl::btree_map<std::string, AliasRecord, std::less<>> aliases_;
   absl::flat_hash_map<std::string, std::unique_ptr<MessageQueue>> queues_;
+  // Queues deleted by the open transaction (DeleteQueue), by address.
+  absl::flat_hash_map<MessageQueue*, std::unique_ptr<MessageQueue>>
+      detached_queues_;
   absl::btree_map<std::string, WorkerRecord, std::less<>> workers_;
 };
 

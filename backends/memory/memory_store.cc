@@ -16,8 +16,17 @@ class Reverter {
   void operator()(const undo::FlowInserted& e) {
     store_.catalog.UndoInsertFlow(e.slug);
   }
+  void operator()(const undo::FlowChanged&) {
+    store_.catalog.UndoChangeFlow(undo_.TakeSaved<SavedFlow>());
+  }
+  void operator()(const undo::AliasChanged&) {
+    store_.catalog.UndoPutAlias(undo_.TakeSaved<SavedAlias>());
+  }
   void operator()(const undo::QueueCreated& e) {
     store_.catalog.UndoCreateQueue(e.name);
+  }
+  void operator()(const undo::QueueDeleted& e) {
+    store_.catalog.UndoDeleteQueue(e.queue);
   }
   void operator()(const undo::QueuePausedSet& e) {
     e.queue->UndoSetPaused(e.was_paused);
@@ -105,6 +114,11 @@ class DetachedRowFreer {
   }
   void operator()(const undo::ArchivedMessageDeleted& e) {
     e.queue->FreeDetached(*e.row);
+  }
+  void operator()(const undo::QueueDeleted& e) {
+    // Entries after it cannot point at the queue (it was not findable), but
+    // entries before it can: they run before this one, oldest first.
+    store_.catalog.FreeDetachedQueue(e.queue);
   }
   template <typename Entry>
   void operator()(const Entry&) {}

@@ -36,7 +36,7 @@ absl::Status MemoryTransaction::Commit() {
   return absl::OkStatus();
 }
 
-// --- Flows and the queue registry -------------------------------------------
+// --- Flows, aliases and the queue registry -----------------------------------
 
 absl::Status MemoryTransaction::LockFlowSlug(std::string_view) {
   // Transactions are exclusive: this one already excludes every other.
@@ -59,6 +59,50 @@ absl::Status MemoryTransaction::InsertFlow(const FlowRecord& flow) {
 absl::StatusOr<std::vector<FlowRecord>> MemoryTransaction::ListFlows() {
   return Apply([&]() -> absl::StatusOr<std::vector<FlowRecord>> {
     return store().catalog.ListFlows();
+  });
+}
+
+absl::StatusOr<bool> MemoryTransaction::DeleteFlow(std::string_view flow_slug) {
+  return Apply([&]() -> absl::StatusOr<bool> {
+    return store().catalog.DeleteFlow(flow_slug, undo());
+  });
+}
+
+absl::Status MemoryTransaction::UpdateFlow(const FlowRecord& flow) {
+  return Apply([&] { return store().catalog.UpdateFlow(flow, undo()); });
+}
+
+absl::StatusOr<RunCounts> MemoryTransaction::CountRuns(
+    std::string_view flow_slug) {
+  return Apply([&]() -> absl::StatusOr<RunCounts> {
+    return store().runs.CountRuns(flow_slug);
+  });
+}
+
+absl::Status MemoryTransaction::LockAlias(std::string_view) {
+  // As LockFlowSlug: an open transaction already excludes every other.
+  return Apply([] { return absl::OkStatus(); });
+}
+
+absl::StatusOr<std::optional<AliasRecord>> MemoryTransaction::GetAlias(
+    std::string_view alias) {
+  return Apply([&]() -> absl::StatusOr<std::optional<AliasRecord>> {
+    const AliasRecord* found = store().catalog.FindAlias(alias);
+    if (found == nullptr) return std::nullopt;
+    return *found;
+  });
+}
+
+absl::Status MemoryTransaction::PutAlias(const AliasRecord& alias) {
+  return Apply([&] {
+    store().catalog.PutAlias(alias, undo());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<AliasRecord>> MemoryTransaction::ListAliases() {
+  return Apply([&]() -> absl::StatusOr<std::vector<AliasRecord>> {
+    return store().catalog.ListAliases();
   });
 }
 
@@ -94,6 +138,12 @@ absl::Status MemoryTransaction::SetQueuePaused(std::string_view name,
     if (!found.ok()) return found.status();
     (*found)->SetPaused(paused, undo());
     return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<bool> MemoryTransaction::DeleteQueue(std::string_view name) {
+  return Apply([&]() -> absl::StatusOr<bool> {
+    return store().catalog.DeleteQueue(name, undo());
   });
 }
 
@@ -474,41 +524,6 @@ void MemoryTransaction::RollBackAndRelease() {
 void MemoryTransaction::Release() {
   state_.holder.store(std::thread::id(), std::memory_order_relaxed);
   state_.mu.Unlock();
-}
-
-// Interface v5: not implemented yet.
-absl::StatusOr<bool> MemoryTransaction::DeleteFlow(std::string_view flow_slug) {
-  (void)flow_slug;
-  return absl::UnimplementedError("memory: DeleteFlow");
-}
-absl::Status MemoryTransaction::UpdateFlow(const FlowRecord& flow) {
-  (void)flow;
-  return absl::UnimplementedError("memory: UpdateFlow");
-}
-absl::StatusOr<RunCounts> MemoryTransaction::CountRuns(
-    std::string_view flow_slug) {
-  (void)flow_slug;
-  return absl::UnimplementedError("memory: CountRuns");
-}
-absl::Status MemoryTransaction::LockAlias(std::string_view alias) {
-  (void)alias;
-  return absl::UnimplementedError("memory: LockAlias");
-}
-absl::StatusOr<std::optional<AliasRecord>> MemoryTransaction::GetAlias(
-    std::string_view alias) {
-  (void)alias;
-  return absl::UnimplementedError("memory: GetAlias");
-}
-absl::Status MemoryTransaction::PutAlias(const AliasRecord& alias) {
-  (void)alias;
-  return absl::UnimplementedError("memory: PutAlias");
-}
-absl::StatusOr<std::vector<AliasRecord>> MemoryTransaction::ListAliases() {
-  return absl::UnimplementedError("memory: ListAliases");
-}
-absl::StatusOr<bool> MemoryTransaction::DeleteQueue(std::string_view name) {
-  (void)name;
-  return absl::UnimplementedError("memory: DeleteQueue");
 }
 
 }  // namespace sluice::memory

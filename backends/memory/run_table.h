@@ -71,6 +71,8 @@ class RunTable {
   std::vector<std::optional<RunRecord>> FindByKey(
       std::string_view flow_slug, std::span<const std::string> external_keys,
       Fields fields) const;
+  // The flow's runs by status (run_table_list.cc).
+  RunCounts CountRuns(std::string_view flow_slug) const;
   // Ended runs with finished_at < finished_before, earliest first, at most
   // `limit`, without payloads.
   std::vector<RunRecord> FindFinished(absl::Time finished_before,

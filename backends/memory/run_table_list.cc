@@ -124,4 +124,27 @@ std::vector<RunRecord> RunTable::ListRuns(const RunQuery& query,
   return runs;
 }
 
+RunCounts RunTable::CountRuns(std::string_view flow_slug) const {
+  RunCounts counts;
+  auto it = by_flow_.find(ToAbsl(flow_slug));
+  if (it == by_flow_.end()) return counts;
+  for (const auto& [key, entry] : it->second.started) {
+    switch (entry->run.status) {
+      case RunStatus::kStarted:
+        ++counts.started;
+        break;
+      case RunStatus::kCompleted:
+        ++counts.completed;
+        break;
+      case RunStatus::kFailed:
+        ++counts.failed;
+        break;
+      case RunStatus::kCancelled:
+        ++counts.cancelled;
+        break;
+    }
+  }
+  return counts;
+}
+
 }  // namespace sluice::memory

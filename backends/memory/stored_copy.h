@@ -40,7 +40,9 @@ inline std::optional<Json> StoredCopy(const std::optional<Json>& value) {
 inline FlowRecord StoredCopy(const FlowRecord& flow) {
   return FlowRecord{.slug = flow.slug,
                     .definition = StoredCopy(flow.definition),
-                    .created_at = flow.created_at};
+                    .created_at = flow.created_at,
+                    .alias = flow.alias,
+                    .generation = flow.generation};
 }
 
 // --- Values the caller gives up --------------------------------------------

@@ -77,6 +77,18 @@ struct SavedWorker {
   std::optional<WorkerRecord> previous;
 };
 
+// A flow row as it was before an update or a deletion.
+struct SavedFlow {
+  FlowRecord previous;
+};
+
+// An alias row as it was before a put: `previous` is empty if the put
+// created it.
+struct SavedAlias {
+  std::string alias;
+  std::optional<AliasRecord> previous;
+};
+
 // A dedupe entry as it was before a put or a deletion: `previous` is empty
 // if the put created it.
 struct SavedDedupe {
@@ -99,6 +111,14 @@ struct FlowInserted {
 };
 struct QueueCreated {
   std::string name;
+};
+// The flow row was replaced or deleted; SavedFlow holds the old one.
+struct FlowChanged {};   // SavedFlow
+struct AliasChanged {};  // SavedAlias
+// A queue dropped with its messages, detached (see RunDeleted): the catalog
+// keeps the object until the transaction ends.
+struct QueueDeleted {
+  MessageQueue* queue = nullptr;
 };
 struct QueuePausedSet {
   MessageQueue* queue = nullptr;
@@ -195,7 +215,8 @@ struct DedupeChanged {};  // SavedDedupe
 }  // namespace undo
 
 using UndoEntry =
-    std::variant<undo::FlowInserted, undo::QueueCreated, undo::QueuePausedSet,
+    std::variant<undo::FlowInserted, undo::FlowChanged, undo::AliasChanged,
+                 undo::QueueCreated, undo::QueueDeleted, undo::QueuePausedSet,
                  undo::WorkerUpserted, undo::RunInserted, undo::RunUpdated,
                  undo::RunRemainingStepsAdded, undo::RunDeleted,
                  undo::StepStateInserted, undo::StepStateUpdated,
@@ -274,7 +295,8 @@ class UndoLog {
   std::tuple<std::vector<SavedRunFields>, std::vector<SavedStepFields>,
              std::vector<SavedTaskFields>, std::vector<SavedWorker>,
              std::vector<OutboxReport>, std::vector<SavedMessage>,
-             std::vector<SavedDedupe>>
+             std::vector<SavedDedupe>, std::vector<SavedFlow>,
+             std::vector<SavedAlias>>
       saved_;
 };
 

@@ -199,6 +199,20 @@ TEST_P(Versions, EventsAndTasks_CarryTheConcreteSlug) {
   for (const std::string& slug : slugs) EXPECT_EQ(slug, "greet_v2");
 }
 
+TEST_P(Versions, EnqueueByJobName_ResolvesTheAlias_EnqueueJob_PinsItsSlug) {
+  Job mail("mail", Echo());
+  ASSERT_TRUE(engine().Deploy(mail).ok());
+  // A job-shaped version (one single step named "job") of alias "mail".
+  Deploy(Version("mail_v2", "mail", "job"));
+  ASSERT_TRUE(engine().Activate("mail", "mail_v2", "mail").ok());
+  absl::StatusOr<EnqueueResult> by_name = engine().Enqueue("mail", J("1"));
+  ASSERT_TRUE(by_name.ok()) << by_name.status();
+  EXPECT_EQ(View(by_name->run_id).run.flow_slug, "mail_v2");
+  absl::StatusOr<EnqueueResult> by_job = engine().Enqueue(mail, J("2"));
+  ASSERT_TRUE(by_job.ok()) << by_job.status();
+  EXPECT_EQ(View(by_job->run_id).run.flow_slug, "mail");
+}
+
 SLUICE_CONFORMANCE_SUITE(Versions);
 
 }  // namespace

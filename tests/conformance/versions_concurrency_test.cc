@@ -78,20 +78,27 @@ TEST_P(VersionsConcurrency,
   std::vector<RunId> runs;
   std::atomic<int> started{0};
   std::atomic<bool> activated{false};
+  std::atomic<bool> done{false};
   int started_after_activation = -1;
   std::thread starter([&] {
     for (int i = 0; i < kRuns; ++i) {
       bool after = activated.load();
       absl::StatusOr<RunId> run =
           Retrying([&] { return engine().StartRun("greet", J("{}")); });
-      ASSERT_TRUE(run.ok()) << run.status();
+      if (!run.ok()) {
+        ADD_FAILURE() << run.status();
+        break;
+      }
       if (after && started_after_activation < 0) started_after_activation = i;
       runs.push_back(*run);
       started.fetch_add(1);
     }
+    done = true;
   });
   // Activate once some runs exist, while the rest are being started.
-  while (started.load() < kRuns / 4) std::this_thread::yield();
+  while (started.load() < kRuns / 4 && !done.load()) {
+    std::this_thread::yield();
+  }
   absl::Status activation = Retrying(
       [&] { return engine().Activate("greet", "greet_v2", "greet_v1"); });
   activated = true;

@@ -92,6 +92,30 @@ TEST_P(VersionsRecompile, On_OldWorkersClaim_IsRefusedAndTheBatchStaysVisible) {
   EXPECT_EQ(current->front().attempt, 1);
 }
 
+TEST_P(VersionsRecompile, On_AWorkerOfTheOldGeneration_StopsAtItsNextClaim) {
+  UseDevelopmentEngine();
+  WorkerOptions options;
+  options.concurrency = 1;
+  options.poll_interval = absl::Hours(1);  // only the enqueue wakes it
+  options.heartbeat_interval = absl::Milliseconds(20);
+  options.sweep_interval = absl::ZeroDuration();
+  Flow shape1 = Shape1();
+  absl::StatusOr<std::unique_ptr<Worker>> old =
+      engine().StartWorker(shape1, options);
+  ASSERT_TRUE(old.ok()) << old.status();
+  ASSERT_EQ(engine().Deploy(Shape2()).value_or(DeployOutcome::kCompiled),
+            DeployOutcome::kRecompiled);
+  RunId run = Start(Shape2(), J("{}"));
+  ASSERT_TRUE((*old)->WaitFor(absl::Seconds(30)));
+  absl::Status stopped = (*old)->Wait();
+  EXPECT_EQ(stopped.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(stopped.message()), HasSubstr("was recompiled"));
+  RunView view = View(run);
+  ASSERT_EQ(view.tasks.size(), 1u);
+  EXPECT_EQ(view.tasks[0].status, TaskStatus::kQueued);
+  EXPECT_EQ(view.tasks[0].attempts, 0);
+}
+
 TEST_P(VersionsRecompile, On_OldAttemptsResult_IsNotFound) {
   UseDevelopmentEngine();
   Deploy(Shape1());
