@@ -9,6 +9,8 @@
 // docs/decisions/0011-postgres-backend.md: runs (ascending id), then step
 // states, then tasks, then messages; claims take messages first, with SKIP
 // LOCKED, and never wait for a task lock (TaskUpdate::skip_if_locked).
+// Advisory locks: an alias (LockAlias) before a slug (LockFlowSlug), as
+// backend.h asks; the two are in different key spaces (decision 0026).
 //
 // After any failed call every further call, Commit() included, fails with
 // kFailedPrecondition; dropping the transaction rolls it back. A lost
