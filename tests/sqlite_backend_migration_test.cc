@@ -1,7 +1,7 @@
-// Upgrading a SQLite file of schema version 1 (written by earlier builds) to
-// this build's version on open: every record kept and readable, the new
-// columns at their defaults, the layout exactly a new file's, and a failed
-// upgrade changing nothing.
+// Upgrading a SQLite file of schema version 1 or 2 (written by earlier
+// builds) to this build's version on open: every record kept and readable,
+// the new columns at their defaults (each flow its own active alias), the
+// layout exactly a new file's, and a failed upgrade changing nothing.
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,6 +18,7 @@
 #include "sluice/records.h"
 #include "sqlite_backend.h"
 #include "support/sqlite_schema_v1.h"
+#include "support/sqlite_schema_v2.h"
 #include "support/sqlite_test_support.h"
 
 namespace sluice {
@@ -26,6 +27,7 @@ namespace {
 using ::sluice::sqlite_testing::GetRun;
 using ::sluice::sqlite_testing::J;
 using ::sluice::sqlite_testing::kSchemaV1;
+using ::sluice::sqlite_testing::kSchemaV2;
 using ::sluice::sqlite_testing::kT0;
 using ::sluice::sqlite_testing::MakeRun;
 using ::sluice::sqlite_testing::RawDatabase;
@@ -162,6 +164,14 @@ TEST_F(SqliteBackendTest, Open_Version1File_KeepsEveryRecord) {
   EXPECT_EQ(ValueOf(txn->ListWorkers()).size(), 1u);
   EXPECT_FALSE(ValueOf(txn->GetQueue("greet"))->paused);
   EXPECT_THAT(ValueOf(txn->ListAttempts(kRun1)), IsEmpty());
+  // Through version 2 to 3: the flow is its own alias, active.
+  std::optional<FlowRecord> flow = ValueOf(txn->GetFlow("greet"));
+  ASSERT_TRUE(flow.has_value());
+  EXPECT_EQ(flow->alias, "greet");
+  EXPECT_EQ(flow->generation, 1);
+  std::optional<AliasRecord> alias = ValueOf(txn->GetAlias("greet"));
+  ASSERT_TRUE(alias.has_value());
+  EXPECT_EQ(alias->active_slug, "greet");
 
   QueueCounts counts =
       ValueOf(txn->CountTasks("greet", kT0 + absl::Seconds(1)));
@@ -219,6 +229,144 @@ TEST_F(SqliteBackendTest, Open_Version1FileThatCannotUpgrade_ChangesNothing) {
                "'%\\_v1' ESCAPE '\\' OR name IN ('attempts', 'dedupe')"),
       IsEmpty());
   EXPECT_EQ(raw.Value("SELECT count(*) FROM messages"), "2");
+}
+
+// --- Version 2 to 3
+// ------------------------------------------------------------
+
+// A version 2 file as a version 2 build left it: flows "greet" (with a
+// started run, a live message and an unapplied report) and "report", queue
+// "greet" (paused), a dedupe entry and a worker.
+void WriteVersion2File(const std::string& path) {
+  RawDatabase raw(path);
+  raw.Exec(kSchemaV2);
+  const std::string r1 = StrCat("'", kRun1.ToString(), "'");
+  raw.Exec(StrCat(
+      "INSERT INTO flows VALUES ('greet', '{\"steps\":[]}', ", Stored(0),
+      "), ('report', '{}', ", Stored(7), ");",
+      "INSERT INTO queues VALUES ('greet', 'greet', ", Stored(0), ", 1, 1, 1);",
+      "INSERT INTO messages VALUES ('greet', 1, 0, 1, 0, ", Stored(0), ", ",
+      Stored(0), ", '{\"m\":1}');", "INSERT INTO runs VALUES (1, ", r1,
+      ", 'greet', 'started', 1, '', ", Stored(0),
+      ", NULL, 0, 'k1', 0, '{\"t\":1}', NULL, '{\"n\":1}', NULL);",
+      "INSERT INTO dedupe VALUES ('greet', 'd', ", r1, ", NULL);",
+      "INSERT INTO outbox (run_id, step_index, task_index, flow_slug, kind, "
+      "created_at) VALUES (",
+      r1, ", 0, 0, 'greet', 'completed', ", Stored(2), ");",
+      "INSERT INTO workers VALUES ('w1', 'greet', 'greet', ", Stored(0), ", ",
+      Stored(2), ", NULL);", "PRAGMA user_version = 2;"));
+}
+
+TEST_F(SqliteBackendTest, Open_Version2File_UpgradesToTheNewLayout) {
+  WriteVersion2File(path());
+
+  ASSERT_NE(Open(), nullptr);
+  const std::string fresh = path() + ".fresh";
+  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+
+  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"), "3");
+  EXPECT_EQ(Layout(path()), Layout(fresh));
+  EXPECT_THAT(RawDatabase(path()).Rows("PRAGMA integrity_check"),
+              ElementsAre("ok"));
+}
+
+TEST_F(SqliteBackendTest, Open_Version2File_KeepsEveryRecordAndFillsAliases) {
+  WriteVersion2File(path());
+  std::unique_ptr<SqliteBackend> backend = Open();
+  ASSERT_NE(backend, nullptr);
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+
+  std::vector<FlowRecord> flows = ValueOf(txn->ListFlows());
+  ASSERT_EQ(flows.size(), 2u);
+  EXPECT_EQ(flows[0].slug, "greet");
+  EXPECT_EQ(flows[0].alias, "greet");
+  EXPECT_EQ(flows[0].generation, 1);
+  EXPECT_EQ(flows[0].definition, J(R"({"steps":[]})"));
+  EXPECT_EQ(flows[0].created_at, kT0);
+  EXPECT_EQ(flows[1].slug, "report");
+  EXPECT_EQ(flows[1].alias, "report");
+  EXPECT_EQ(flows[1].generation, 1);
+  // Each flow is the active version of its own alias, since its creation.
+  std::vector<AliasRecord> aliases = ValueOf(txn->ListAliases());
+  ASSERT_EQ(aliases.size(), 2u);
+  EXPECT_EQ(aliases[0].alias, "greet");
+  EXPECT_EQ(aliases[0].active_slug, "greet");
+  EXPECT_EQ(aliases[0].updated_at, kT0);
+  EXPECT_EQ(aliases[1].alias, "report");
+  EXPECT_EQ(aliases[1].active_slug, "report");
+  EXPECT_EQ(aliases[1].updated_at, kT0 + absl::Seconds(7));
+
+  std::vector<WorkerRecord> workers = ValueOf(txn->ListWorkers());
+  ASSERT_EQ(workers.size(), 1u);
+  EXPECT_EQ(workers[0].flow_slug, "greet");
+  EXPECT_EQ(workers[0].last_heartbeat_at, kT0 + absl::Seconds(2));
+  EXPECT_THAT(workers[0].served, IsEmpty());
+
+  std::optional<RunRecord> run = GetRun(*txn, kRun1);
+  ASSERT_TRUE(run.has_value());
+  EXPECT_TRUE(run->unreadable.empty()) << run->unreadable;
+  EXPECT_EQ(run->external_key, "k1");
+  EXPECT_EQ(run->metadata, J(R"({"t":1})"));
+  EXPECT_EQ(ValueOf(txn->CountRuns("greet")).started, 1);
+  EXPECT_TRUE(ValueOf(txn->GetQueue("greet"))->paused);
+  EXPECT_TRUE(ValueOf(txn->GetDedupe("greet", "d")).has_value());
+  EXPECT_EQ(ValueOf(txn->CountReports()), 1);
+  std::optional<MessageLocation> message =
+      ValueOf(txn->LookupMessage("greet", 1));
+  ASSERT_TRUE(message.has_value());
+  EXPECT_EQ(message->message.body, J(R"({"m":1})"));
+}
+
+TEST_F(SqliteBackendTest, Open_Version2File_TakesTheNewRecords) {
+  WriteVersion2File(path());
+  std::unique_ptr<SqliteBackend> backend = Open();
+  ASSERT_NE(backend, nullptr);
+  {
+    std::unique_ptr<Transaction> txn = Begin(*backend);
+    ASSERT_TRUE(txn->InsertFlow({.slug = "greet_v2",
+                                 .definition = J("{}"),
+                                 .created_at = kT0,
+                                 .alias = "greet",
+                                 .generation = 1})
+                    .ok());
+    ASSERT_TRUE(
+        txn->PutAlias({.alias = "greet", .active_slug = "greet_v2"}).ok());
+    WorkerRecord worker = ValueOf(txn->ListWorkers())[0];
+    worker.served = {{.flow_slug = "greet_v2", .steps = {"a", "b"}}};
+    ASSERT_TRUE(txn->UpsertWorker(worker).ok());
+    ASSERT_TRUE(txn->Commit().ok());
+  }
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+  EXPECT_EQ(ValueOf(txn->GetAlias("greet"))->active_slug, "greet_v2");
+  EXPECT_EQ(ValueOf(txn->ListWorkers())[0].served.size(), 1u);
+  EXPECT_EQ(RawDatabase(path()).Value("SELECT served FROM workers"),
+            R"([{"flow":"greet_v2","steps":["a","b"]}])");
+}
+
+TEST_F(SqliteBackendTest, Open_Version2FileThatCannotUpgrade_ChangesNothing) {
+  WriteVersion2File(path());
+  // A table in the way of the upgrade.
+  RawDatabase(path()).Exec("CREATE TABLE aliases (x)");
+
+  absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
+      SqliteBackend::Open(path());
+
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("schema version 2"), HasSubstr("aliases"),
+                    HasSubstr(path())));
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"), "2");
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM pragma_table_info('flows') "
+                      "WHERE name IN ('alias', 'generation')"),
+            "0");
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM pragma_table_info('workers') "
+                      "WHERE name = 'served'"),
+            "0");
+  EXPECT_THAT(raw.Rows("SELECT name FROM sqlite_schema WHERE name LIKE "
+                       "'%\\_v2' ESCAPE '\\'"),
+              IsEmpty());
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM flows"), "2");
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ struct PlannedStatement {
   std::string_view name;
   std::string_view sql;
   std::vector<std::string_view> plan;  // what the plan must name, each
-  // The one table it may scan whole, on purpose (sqlite_schema.cc says why).
+  // The one table it may scan whole, on purpose (sqlite_schema_parts.h says
+  // why).
   std::string_view deliberate_scan = {};
   // It may sort rows that tie on the index's leading column (lazily, one
   // group of ties at a time), never the whole result.
@@ -248,10 +249,30 @@ std::vector<PlannedStatement> JobStatements() {
   };
 }
 
+// Versions: flows, aliases, run counts per flow, dropping a queue.
+std::vector<PlannedStatement> VersionStatements() {
+  namespace sql = sqlite_internal::sql;
+  return {
+      {"UpdateFlow", sql::kUpdateFlow, {"PRIMARY KEY (slug=?)"}},
+      {"DeleteFlow", sql::kDeleteFlow, {"PRIMARY KEY (slug=?)"}},
+      {"CountRuns", sql::kCountRuns, {"runs_by_flow (flow_slug=?)"}},
+      {"GetAlias", sql::kGetAlias, {"PRIMARY KEY (alias=?)"}},
+      // As the queue registry: a row per alias, and listing reads them all.
+      {"ListAliases", sql::kListAliases, {"SCAN aliases"}, "SCAN aliases"},
+      // Either the primary key or messages_visible: both are searched by
+      // queue_name.
+      {"DeleteQueueMessages", sql::kDeleteQueueMessages, {"(queue_name=?)"}},
+      {"DeleteQueueArchive",
+       sql::kDeleteQueueArchive,
+       {"PRIMARY KEY (queue_name=?)"}},
+      {"DeleteQueue", sql::kDeleteQueue, {"PRIMARY KEY (name=?)"}},
+  };
+}
+
 std::vector<PlannedStatement> PlannedStatements() {
   std::vector<PlannedStatement> all = RunStatements();
   for (auto* more : {StepAndTaskStatements, QueueAndOtherStatements,
-                     ListRunsStatements, JobStatements}) {
+                     ListRunsStatements, JobStatements, VersionStatements}) {
     for (PlannedStatement& statement : more()) all.push_back(statement);
   }
   return all;

@@ -62,9 +62,9 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
             std::to_string(SqliteBackend::kSchemaVersion));
   EXPECT_THAT(raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'table' "
                        "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-              ElementsAre("archived_messages", "attempts", "dedupe", "flows",
-                          "messages", "outbox", "queues", "runs", "step_states",
-                          "tasks", "workers"));
+              ElementsAre("aliases", "archived_messages", "attempts", "dedupe",
+                          "flows", "messages", "outbox", "queues", "runs",
+                          "step_states", "tasks", "workers"));
   EXPECT_THAT(
       raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
                "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
@@ -371,7 +371,8 @@ TEST_F(SqliteBackendTest, Begin_OtherConnectionCommits_SeesItsWrite) {
   RawDatabase other(path());
   other.Exec("BEGIN IMMEDIATE");
   other.Exec(
-      "INSERT INTO flows (slug, definition, created_at) VALUES ('f', '{}', 0)");
+      "INSERT INTO flows (slug, alias, generation, created_at, definition) "
+      "VALUES ('f', 'f', 1, 0, '{}')");
   absl::StatusOr<std::optional<FlowRecord>> seen;
   // Whether Begin() starts waiting before or after the commit, it must
   // succeed and see the committed row.

@@ -1,6 +1,9 @@
 #include "sqlite_rows.h"
 
 #include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
 
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -93,6 +96,30 @@ std::string_view FormatRunId(const RunId& run_id, char (&text)[36]) {
   return std::string_view(text, sizeof(text));
 }
 
+// The stored served list (BindServed's format); empty if it does not
+// decode.
+std::vector<ServedSteps> ParseServed(std::string_view text) {
+  absl::StatusOr<Json> value = sluice::ParseStoredJson(text, "served steps");
+  if (!value.ok() || !value->is_array()) return {};
+  std::vector<ServedSteps> served;
+  for (const Json& item : value->get_array()) {
+    const boost::json::object* flow = item.if_object();
+    const Json* slug = flow ? flow->if_contains("flow") : nullptr;
+    const Json* steps = flow ? flow->if_contains("steps") : nullptr;
+    if (slug == nullptr || !slug->is_string() || steps == nullptr ||
+        !steps->is_array()) {
+      return {};
+    }
+    ServedSteps entry{.flow_slug = std::string(slug->get_string())};
+    for (const Json& step : steps->get_array()) {
+      if (!step.is_string()) return {};
+      entry.steps.emplace_back(step.get_string());
+    }
+    served.push_back(std::move(entry));
+  }
+  return served;
+}
+
 }  // namespace
 
 void BindRunId(Statement& statement, int index, const RunId& run_id) {
@@ -159,7 +186,15 @@ absl::StatusOr<FlowRecord> ReadFlow(const Statement& row) {
   }
   flow.definition = std::move(*definition);
   flow.created_at = row.Time(2);
+  flow.alias = row.Text(3);
+  flow.generation = row.Int(4);
   return flow;
+}
+
+AliasRecord ReadAlias(const Statement& row) {
+  return AliasRecord{.alias = std::string(row.Text(0)),
+                     .active_slug = std::string(row.Text(1)),
+                     .updated_at = row.Time(2)};
 }
 
 QueueRecord ReadQueue(const Statement& row) {
@@ -293,7 +328,26 @@ WorkerRecord ReadWorker(const Statement& row) {
   worker.started_at = row.Time(3);
   worker.last_heartbeat_at = row.Time(4);
   worker.stopped_at = row.OptionalTime(5);
+  if (!row.IsNull(6)) worker.served = ParseServed(row.Text(6));
   return worker;
+}
+
+void BindServed(Statement& statement, int index,
+                const std::vector<ServedSteps>& served) {
+  if (served.empty()) {
+    statement.BindNull(index);
+    return;
+  }
+  boost::json::array flows;
+  flows.reserve(served.size());
+  for (const ServedSteps& flow : served) {
+    boost::json::array steps;
+    steps.reserve(flow.steps.size());
+    for (const std::string& step : flow.steps) steps.emplace_back(step);
+    flows.push_back(boost::json::object{{"flow", flow.flow_slug},
+                                        {"steps", std::move(steps)}});
+  }
+  statement.BindText(index, SerializeJson(Json(std::move(flows))));
 }
 
 }  // namespace sluice::sqlite_internal

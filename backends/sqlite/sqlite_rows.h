@@ -26,6 +26,7 @@
 #include <cstdint>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "sluice/backend.h"
@@ -52,8 +53,12 @@ void AddOptionalJson(BoundRows& rows, const std::optional<Json>& value);
 void AddNullableJson(BoundRows& rows, const Json& value);
 void BindNullableJson(Statement& statement, int index, const Json& value);
 
-inline constexpr char kFlowColumns[] = "slug, definition, created_at";
+inline constexpr char kFlowColumns[] =
+    "slug, definition, created_at, alias, generation";
 absl::StatusOr<FlowRecord> ReadFlow(const Statement& row);
+
+inline constexpr char kAliasColumns[] = "alias, active_slug, updated_at";
+AliasRecord ReadAlias(const Statement& row);
 
 inline constexpr char kQueueColumns[] = "name, owner_flow, created_at, paused";
 QueueRecord ReadQueue(const Statement& row);
@@ -110,8 +115,14 @@ DedupeRecord ReadDedupe(const Statement& row);
 
 inline constexpr char kWorkerColumns[] =
     "worker_id, queue_name, flow_slug, started_at, last_heartbeat_at, "
-    "stopped_at";
+    "stopped_at, served";
+// A served list that does not decode reads as empty: the worker serves
+// nothing anyone can tell (WorkerRecord has no `unreadable` to note it in).
 WorkerRecord ReadWorker(const Statement& row);
+// The steps a worker serves as stored: JSON
+// [{"flow": "<slug>", "steps": ["<step>", ...]}, ...]; NULL for none.
+void BindServed(Statement& statement, int index,
+                const std::vector<ServedSteps>& served);
 
 }  // namespace sluice::sqlite_internal
 

@@ -35,14 +35,37 @@ struct ByFields {
   }
 };
 
-// --- Flows, queues, workers ---
+// --- Flows, aliases, queues, workers ---
 
 inline constexpr auto kGetFlow =
     JoinSql("SELECT ", kFlowColumns, " FROM flows WHERE slug = ?1");
-inline constexpr auto kInsertFlow =
-    JoinSql("INSERT INTO flows (", kFlowColumns, ") VALUES (?1, ?2, ?3)");
+inline constexpr auto kInsertFlow = JoinSql("INSERT INTO flows (", kFlowColumns,
+                                            ") VALUES (?1, ?2, ?3, ?4, ?5)");
 inline constexpr auto kListFlows =
     JoinSql("SELECT ", kFlowColumns, " FROM flows ORDER BY slug");
+inline constexpr std::string_view kDeleteFlow =
+    "DELETE FROM flows WHERE slug = ?1";
+// The alias and creation time are fixed at creation.
+inline constexpr std::string_view kUpdateFlow =
+    "UPDATE flows SET definition = ?2, generation = ?3 WHERE slug = ?1";
+// One row: the flow's runs started, completed, failed, cancelled. Served by
+// runs_by_flow, one pass, no grouping; counting versions is an admin read,
+// so visiting each run's row for its status is fine.
+inline constexpr std::string_view kCountRuns =
+    "SELECT count(*) FILTER (WHERE status = 'started'), "
+    "count(*) FILTER (WHERE status = 'completed'), "
+    "count(*) FILTER (WHERE status = 'failed'), "
+    "count(*) FILTER (WHERE status = 'cancelled') "
+    "FROM runs INDEXED BY runs_by_flow WHERE flow_slug = ?1";
+
+inline constexpr auto kGetAlias =
+    JoinSql("SELECT ", kAliasColumns, " FROM aliases WHERE alias = ?1");
+inline constexpr auto kPutAlias = JoinSql(
+    "INSERT INTO aliases (", kAliasColumns,
+    ") VALUES (?1, ?2, ?3) ON CONFLICT (alias) DO UPDATE SET "
+    "active_slug = excluded.active_slug, updated_at = excluded.updated_at");
+inline constexpr auto kListAliases =
+    JoinSql("SELECT ", kAliasColumns, " FROM aliases ORDER BY alias");
 
 inline constexpr auto kGetQueue =
     JoinSql("SELECT ", kQueueColumns, " FROM queues WHERE name = ?1");
@@ -53,14 +76,22 @@ inline constexpr auto kListQueues =
     JoinSql("SELECT ", kQueueColumns, " FROM queues ORDER BY name");
 inline constexpr std::string_view kSetQueuePaused =
     "UPDATE queues SET paused = ?2 WHERE name = ?1";
+// DeleteQueue: the queue's messages, live and archived (each by its primary
+// key's prefix), then its registry row.
+inline constexpr std::string_view kDeleteQueueMessages =
+    "DELETE FROM messages WHERE queue_name = ?1";
+inline constexpr std::string_view kDeleteQueueArchive =
+    "DELETE FROM archived_messages WHERE queue_name = ?1";
+inline constexpr std::string_view kDeleteQueue =
+    "DELETE FROM queues WHERE name = ?1";
 
 inline constexpr auto kUpsertWorker = JoinSql(
     "INSERT INTO workers (", kWorkerColumns,
-    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (worker_id) DO UPDATE SET "
-    "queue_name = excluded.queue_name, flow_slug = excluded.flow_slug, "
+    ") VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7) ON CONFLICT (worker_id) DO UPDATE "
+    "SET queue_name = excluded.queue_name, flow_slug = excluded.flow_slug, "
     "started_at = excluded.started_at, "
     "last_heartbeat_at = excluded.last_heartbeat_at, "
-    "stopped_at = excluded.stopped_at");
+    "stopped_at = excluded.stopped_at, served = excluded.served");
 inline constexpr auto kListWorkers =
     JoinSql("SELECT ", kWorkerColumns, " FROM workers ORDER BY worker_id");
 // Scans the table on purpose: pruning keeps it to the workers of the last
@@ -165,7 +196,7 @@ inline constexpr auto kDeleteRunArchivedMessages =
     JoinSql("DELETE FROM archived_messages WHERE (queue_name, message_id) IN ",
             kTasksOfRuns);
 // The one scan: the outbox holds only unapplied reports, and an index on
-// run_id would cost every report more than this costs (sqlite_schema.cc).
+// run_id would cost every report more than this costs (sqlite_schema_parts.h).
 inline constexpr std::string_view kDeleteRunReports =
     "DELETE FROM outbox WHERE run_id IN (SELECT c1 FROM sluice_rows(?1))";
 inline constexpr std::string_view kDeleteRunAttempts =
@@ -251,7 +282,8 @@ inline constexpr std::string_view kUpdateTask =
     "UPDATE tasks SET status = ?4, attempts = ?5, error = ?6, "
     "started_at = ?7, finished_at = ?8, stall_at = ?9, requeued_count = ?10, "
     "worker_id = ?11, output = ?12, budget_start = ?15, "
-    "cancel_requested = ?16, message_id = ?17 WHERE run_seq = ?1 AND step_index = ?2 "
+    "cancel_requested = ?16, message_id = ?17 WHERE run_seq = ?1 AND "
+    "step_index = ?2 "
     "AND task_index = ?3 AND status = ?13 AND attempts = ?14";
 
 // ?1 is the run's seq. The status condition repeats tasks_unfinished's

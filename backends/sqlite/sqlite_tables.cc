@@ -29,6 +29,8 @@ absl::Status SqliteTables::InsertFlow(const FlowRecord& flow) {
   insert.BindText(1, flow.slug);
   BindJson(insert, 2, flow.definition);
   insert.BindTime(3, flow.created_at);
+  insert.BindText(4, flow.alias);
+  insert.BindInt(5, flow.generation);
   return DescribeDuplicate(insert.Run(), StrCat("flow \"", flow.slug, "\""));
 }
 
@@ -162,6 +164,7 @@ absl::Status SqliteTables::UpsertWorker(const WorkerRecord& worker) {
   upsert.BindTime(4, worker.started_at);
   upsert.BindTime(5, worker.last_heartbeat_at);
   upsert.BindOptionalTime(6, worker.stopped_at);
+  BindServed(upsert, 7, worker.served);
   return upsert.Run();
 }
 

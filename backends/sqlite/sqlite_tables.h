@@ -4,12 +4,14 @@
 // each call, and latches failures (see sqlite_transaction.h). Each method
 // has the contract of the Transaction method of the same name (backend.h).
 //
-// Step states and tasks are keyed by their run's seq (sqlite_schema.cc).
+// Step states and tasks are keyed by their run's seq (sqlite_schema_parts.h).
 // The transaction holds SQLite's write lock, so a run's seq can't change
 // under it: the seqs it has looked up or assigned are remembered until it
 // ends, and a batch looks up only the runs it hasn't seen, in one query.
 //
-// Sources: flows, queues, workers and run seqs in sqlite_tables.cc; runs,
+// Sources: flows, queues, workers and run seqs in sqlite_tables.cc; the
+// v5 calls (aliases, flow updates and deletion, run counts, queue deletion)
+// in sqlite_tables_versions.cc; runs,
 // step states and retention in sqlite_tables_runs.cc; listing runs and
 // finding them by key in sqlite_tables_listing.cc; tasks and the outbox in
 // sqlite_tables_tasks.cc; queue messages in sqlite_tables_messages.cc; the
@@ -53,11 +55,18 @@ class SqliteTables {
   absl::StatusOr<std::optional<FlowRecord>> GetFlow(std::string_view flow_slug);
   absl::Status InsertFlow(const FlowRecord& flow);
   absl::StatusOr<std::vector<FlowRecord>> ListFlows();
+  absl::StatusOr<bool> DeleteFlow(std::string_view flow_slug);
+  absl::Status UpdateFlow(const FlowRecord& flow);
+  absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug);
+  absl::StatusOr<std::optional<AliasRecord>> GetAlias(std::string_view alias);
+  absl::Status PutAlias(const AliasRecord& alias);
+  absl::StatusOr<std::vector<AliasRecord>> ListAliases();
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);
   absl::StatusOr<bool> QueueExists(std::string_view name);
   absl::Status CreateQueue(const QueueRecord& queue);
   absl::StatusOr<std::vector<QueueRecord>> ListQueues();
   absl::Status SetQueuePaused(std::string_view name, bool paused);
+  absl::StatusOr<bool> DeleteQueue(std::string_view name);
 
   absl::Status InsertRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(

@@ -104,6 +104,37 @@ absl::StatusOr<std::vector<FlowRecord>> SqliteTransaction::ListFlows() {
   return Guarded([&] { return tables_.ListFlows(); });
 }
 
+absl::StatusOr<bool> SqliteTransaction::DeleteFlow(std::string_view flow_slug) {
+  return Guarded([&] { return tables_.DeleteFlow(flow_slug); });
+}
+
+absl::Status SqliteTransaction::UpdateFlow(const FlowRecord& flow) {
+  return Guarded([&] { return tables_.UpdateFlow(flow); });
+}
+
+absl::StatusOr<RunCounts> SqliteTransaction::CountRuns(
+    std::string_view flow_slug) {
+  return Guarded([&] { return tables_.CountRuns(flow_slug); });
+}
+
+absl::Status SqliteTransaction::LockAlias(std::string_view) {
+  // As LockFlowSlug: BEGIN IMMEDIATE already serializes every writer.
+  return Guarded([] { return absl::OkStatus(); });
+}
+
+absl::StatusOr<std::optional<AliasRecord>> SqliteTransaction::GetAlias(
+    std::string_view alias) {
+  return Guarded([&] { return tables_.GetAlias(alias); });
+}
+
+absl::Status SqliteTransaction::PutAlias(const AliasRecord& alias) {
+  return Guarded([&] { return tables_.PutAlias(alias); });
+}
+
+absl::StatusOr<std::vector<AliasRecord>> SqliteTransaction::ListAliases() {
+  return Guarded([&] { return tables_.ListAliases(); });
+}
+
 absl::StatusOr<std::optional<QueueRecord>> SqliteTransaction::GetQueue(
     std::string_view name) {
   return Guarded([&] { return tables_.GetQueue(name); });
@@ -115,6 +146,10 @@ absl::StatusOr<bool> SqliteTransaction::QueueExists(std::string_view name) {
 
 absl::Status SqliteTransaction::CreateQueue(const QueueRecord& queue) {
   return Guarded([&] { return tables_.CreateQueue(queue); });
+}
+
+absl::StatusOr<bool> SqliteTransaction::DeleteQueue(std::string_view name) {
+  return Guarded([&] { return tables_.DeleteQueue(name); });
 }
 
 absl::StatusOr<std::vector<QueueRecord>> SqliteTransaction::ListQueues() {
@@ -338,41 +373,6 @@ absl::StatusOr<int> SqliteTransaction::DeleteInactiveWorkers(
     absl::Time inactive_before, int limit) {
   return Guarded(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
-}
-
-// Interface v5: not implemented yet.
-absl::StatusOr<bool> SqliteTransaction::DeleteFlow(std::string_view flow_slug) {
-  (void)flow_slug;
-  return absl::UnimplementedError("sqlite: DeleteFlow");
-}
-absl::Status SqliteTransaction::UpdateFlow(const FlowRecord& flow) {
-  (void)flow;
-  return absl::UnimplementedError("sqlite: UpdateFlow");
-}
-absl::StatusOr<RunCounts> SqliteTransaction::CountRuns(
-    std::string_view flow_slug) {
-  (void)flow_slug;
-  return absl::UnimplementedError("sqlite: CountRuns");
-}
-absl::Status SqliteTransaction::LockAlias(std::string_view alias) {
-  (void)alias;
-  return absl::UnimplementedError("sqlite: LockAlias");
-}
-absl::StatusOr<std::optional<AliasRecord>> SqliteTransaction::GetAlias(
-    std::string_view alias) {
-  (void)alias;
-  return absl::UnimplementedError("sqlite: GetAlias");
-}
-absl::Status SqliteTransaction::PutAlias(const AliasRecord& alias) {
-  (void)alias;
-  return absl::UnimplementedError("sqlite: PutAlias");
-}
-absl::StatusOr<std::vector<AliasRecord>> SqliteTransaction::ListAliases() {
-  return absl::UnimplementedError("sqlite: ListAliases");
-}
-absl::StatusOr<bool> SqliteTransaction::DeleteQueue(std::string_view name) {
-  (void)name;
-  return absl::UnimplementedError("sqlite: DeleteQueue");
 }
 
 }  // namespace sluice::sqlite_internal
