@@ -381,6 +381,43 @@ TEST_P(DeployContractTest, DeleteQueue_Dropped_KeepsQueueAndMessages) {
   EXPECT_EQ(SerializeJson(live->message.body), R"({"n":2})");
 }
 
+TEST_P(DeployContractTest, DeleteQueue_ThenCreateAgain_InOneTransaction) {
+  CreateQueue("greet");
+  const std::vector<int64_t> ids = Send({Message(1), Message(2)});
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.ArchiveMessages("greet", {{ids[0]}}, At(1)));
+  });
+  auto recreate = [&](Transaction& tx) {
+    ASSERT_OK_AND_ASSIGN(bool deleted, tx.DeleteQueue("greet"));
+    EXPECT_TRUE(deleted);
+    ASSERT_OK(tx.CreateQueue({.name = "greet", .created_at = At(5)}));
+    ASSERT_OK(tx.SendMessages("greet", Movable({Message(7)}), At(5)));
+  };
+  {
+    // Dropped: the old queue is back with both its messages.
+    std::unique_ptr<Transaction> tx = Begin();
+    recreate(*tx);
+  }
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    EXPECT_EQ(ValueOf(tx->GetQueue("greet"))->created_at, kT0);
+    std::optional<MessageLocation> archived = Lookup(*tx, ids[0]);
+    ASSERT_TRUE(archived.has_value());
+    EXPECT_TRUE(archived->archived);
+    std::optional<MessageLocation> live = Lookup(*tx, ids[1]);
+    ASSERT_TRUE(live.has_value());
+    EXPECT_EQ(SerializeJson(live->message.body), R"({"n":2})");
+  }
+  // Committed: only the new queue's message is readable.
+  Committed(recreate);
+  std::unique_ptr<Transaction> tx = Begin();
+  EXPECT_EQ(ValueOf(tx->GetQueue("greet"))->created_at, At(5));
+  std::vector<MessageRecord> read =
+      ValueOf(tx->ReadMessages("greet", At(6), 10, At(100), Fields::kAll));
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(SerializeJson(read[0].body), R"({"n":7})");
+}
+
 // --- Served steps ------------------------------------------------------------
 
 TEST_P(DeployContractTest, UpsertWorker_RoundTripsServedSteps) {

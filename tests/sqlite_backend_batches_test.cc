@@ -108,7 +108,7 @@ TEST_F(SqliteBackendTest, BatchesOfIds_RepeatedIdCountsOnce) {
   EXPECT_FALSE(txn->LookupMessage("q", 2).value()->archived);
 }
 
-// Step states and tasks are keyed by their run's seq (sqlite_schema.cc).
+// Step states and tasks are keyed by their run's seq (sqlite_schema_parts.h).
 TEST_F(SqliteBackendTest, InsertTasksAndStepStates_UnknownRun_NotFound) {
   std::unique_ptr<SqliteBackend> backend = Open();
   const RunId run_id = RunId::Random();

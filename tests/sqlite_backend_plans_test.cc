@@ -39,7 +39,8 @@ struct PlannedStatement {
   std::string_view name;
   std::string_view sql;
   std::vector<std::string_view> plan;  // what the plan must name, each
-  // The one table it may scan whole, on purpose (sqlite_schema.cc says why).
+  // The one table it may scan whole, on purpose (sqlite_schema_parts.h says
+  // why).
   std::string_view deliberate_scan = {};
   // It may sort rows that tie on the index's leading column (lazily, one
   // group of ties at a time), never the whole result.

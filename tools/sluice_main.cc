@@ -4,19 +4,23 @@
 //   sluice runs --backend URL [--flow SLUG] [--limit N]
 //   sluice show --backend URL RUN_ID
 //   sluice start --backend URL FLOW JSON
-//   sluice coverage --backend URL
+//   sluice versions --backend URL ALIAS
+//   sluice activate --backend URL ALIAS SLUG --expect CURRENT
+//   sluice coverage --backend URL [--liveness 30s]
 //   sluice migrate URL                   install or upgrade a Postgres schema
 //   sluice check-schema URL              report what a Postgres schema lacks
+//
+// Exit codes: cli.h.
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/synchronization/mutex.h"
 #include "boost/json/serialize.hpp"
+#include "cli.h"
 #include "demo_flow.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
@@ -27,6 +31,10 @@
 namespace sluice {
 namespace {
 
+using cli::Args;
+using cli::BackendFrom;
+using cli::Fail;
+
 constexpr char kUsage[] =
     "usage:\n"
     "  sluice demo [--backend URL]     run the demo flow (default "
@@ -34,51 +42,15 @@ constexpr char kUsage[] =
     "  sluice runs --backend URL [--flow SLUG] [--limit N]\n"
     "  sluice show --backend URL RUN_ID\n"
     "  sluice start --backend URL FLOW JSON\n"
-    "  sluice coverage --backend URL\n"
+    "  sluice versions --backend URL ALIAS\n"
+    "  sluice activate --backend URL ALIAS SLUG --expect CURRENT\n"
+    "  sluice coverage --backend URL [--liveness 30s]\n"
     "  sluice migrate POSTGRES_URL      install or upgrade the schema\n"
     "  sluice check-schema POSTGRES_URL report the schema's version and gaps\n"
-    "URLs: memory:, sqlite:PATH, postgres://...\n";
-
-struct Args {
-  std::string command;
-  std::map<std::string, std::string> options;
-  std::vector<std::string> positional;
-};
-
-absl::StatusOr<Args> ParseArgs(int argc, char** argv) {
-  Args args;
-  if (argc < 2) return absl::InvalidArgumentError("no command given");
-  args.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a.rfind("--", 0) == 0) {
-      if (i + 1 >= argc) {
-        return absl::InvalidArgumentError("option " + a + " needs a value");
-      }
-      args.options[a.substr(2)] = argv[++i];
-    } else {
-      args.positional.push_back(a);
-    }
-  }
-  return args;
-}
-
-int Fail(const absl::Status& status) {
-  std::fprintf(stderr, "sluice: %s\n", status.ToString().c_str());
-  return 1;
-}
+    "URLs: memory:, sqlite:PATH, postgres://...\n"
+    "exit: 0 ok, 1 error, 2 usage; coverage: 3 if a step has no worker\n";
 
 std::string Compact(const Json& v) { return boost::json::serialize(v); }
-
-absl::StatusOr<std::unique_ptr<Backend>> BackendFrom(const Args& args,
-                                                     std::string fallback) {
-  auto it = args.options.find("backend");
-  std::string url = it != args.options.end() ? it->second : fallback;
-  if (url.empty()) {
-    return absl::InvalidArgumentError("--backend URL is required");
-  }
-  return OpenBackend(url);
-}
 
 void PrintEvent(const Event& e) {
   std::string what(ToString(e.kind));
@@ -227,20 +199,6 @@ int StartCommand(const Args& args) {
   return 0;
 }
 
-int CoverageCommand(const Args& args) {
-  absl::StatusOr<std::unique_ptr<Backend>> backend = BackendFrom(args, "");
-  if (!backend.ok()) return Fail(backend.status());
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(**backend);
-  if (!engine.ok()) return Fail(engine.status());
-  absl::StatusOr<std::vector<QueueCoverage>> coverage = (*engine)->Coverage();
-  if (!coverage.ok()) return Fail(coverage.status());
-  for (const QueueCoverage& q : *coverage) {
-    std::printf("%-24s live_workers=%d%s\n", q.queue.c_str(), q.live_workers,
-                q.live_workers == 0 ? "  (no worker)" : "");
-  }
-  return 0;
-}
-
 absl::StatusOr<std::string> PostgresUrlFrom(const Args& args) {
   if (args.positional.size() != 1) {
     return absl::InvalidArgumentError(
@@ -273,20 +231,23 @@ int CheckSchemaCommand(const Args& args) {
 
 int main(int argc, char** argv) {
   using namespace sluice;
+  using namespace sluice::cli;
   absl::StatusOr<Args> args = ParseArgs(argc, argv);
   if (!args.ok()) {
     std::fprintf(stderr, "sluice: %s\n%s",
                  std::string(args.status().message()).c_str(), kUsage);
-    return 2;
+    return kExitUsage;
   }
   if (args->command == "demo") return Demo(*args);
   if (args->command == "runs") return ListRunsCommand(*args);
   if (args->command == "show") return ShowRun(*args);
   if (args->command == "start") return StartCommand(*args);
+  if (args->command == "versions") return VersionsCommand(*args);
+  if (args->command == "activate") return ActivateCommand(*args);
   if (args->command == "coverage") return CoverageCommand(*args);
   if (args->command == "migrate") return MigrateCommand(*args);
   if (args->command == "check-schema") return CheckSchemaCommand(*args);
   std::fprintf(stderr, "sluice: unknown command \"%s\"\n%s",
                args->command.c_str(), kUsage);
-  return 2;
+  return kExitUsage;
 }

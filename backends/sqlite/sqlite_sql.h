@@ -196,7 +196,7 @@ inline constexpr auto kDeleteRunArchivedMessages =
     JoinSql("DELETE FROM archived_messages WHERE (queue_name, message_id) IN ",
             kTasksOfRuns);
 // The one scan: the outbox holds only unapplied reports, and an index on
-// run_id would cost every report more than this costs (sqlite_schema.cc).
+// run_id would cost every report more than this costs (sqlite_schema_parts.h).
 inline constexpr std::string_view kDeleteRunReports =
     "DELETE FROM outbox WHERE run_id IN (SELECT c1 FROM sluice_rows(?1))";
 inline constexpr std::string_view kDeleteRunAttempts =

@@ -4,7 +4,7 @@
 // each call, and latches failures (see sqlite_transaction.h). Each method
 // has the contract of the Transaction method of the same name (backend.h).
 //
-// Step states and tasks are keyed by their run's seq (sqlite_schema.cc).
+// Step states and tasks are keyed by their run's seq (sqlite_schema_parts.h).
 // The transaction holds SQLite's write lock, so a run's seq can't change
 // under it: the seqs it has looked up or assigned are remembered until it
 // ends, and a batch looks up only the runs it hasn't seen, in one query.

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "absl/container/flat_hash_map.h"
 #include "engine_impl.h"
 #include "run_progress.h"
 #include "sluice/internal/status_macros.h"
@@ -393,35 +392,7 @@ absl::StatusOr<int> Engine::PruneWorkers(absl::Time inactive_before,
   return deleted;
 }
 
-absl::StatusOr<std::vector<QueueCoverage>> Engine::Coverage(
-    absl::Duration liveness) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_ASSIGN_OR_RETURN(std::vector<FlowRecord> flows, tx->ListFlows());
-  SLUICE_ASSIGN_OR_RETURN(std::vector<WorkerRecord> workers, tx->ListWorkers());
-  absl::Time now = impl_->Now();
-  std::vector<QueueCoverage> coverage;
-  absl::flat_hash_map<std::string, size_t> by_queue;
-  for (const FlowRecord& record : flows) {
-    SLUICE_ASSIGN_OR_RETURN(FlowShape shape,
-                            FlowShape::FromJson(record.definition));
-    for (const StepShape& step : shape.steps) {
-      auto [it, inserted] =
-          by_queue.try_emplace(step.queue_name, coverage.size());
-      if (inserted) coverage.push_back(QueueCoverage{step.queue_name, {}, 0});
-      std::vector<std::string>& flows_of_queue = coverage[it->second].flows;
-      if (std::find(flows_of_queue.begin(), flows_of_queue.end(), shape.slug) ==
-          flows_of_queue.end()) {
-        flows_of_queue.push_back(shape.slug);
-      }
-    }
-  }
-  for (const WorkerRecord& w : workers) {
-    bool live = !w.stopped_at && now - w.last_heartbeat_at <= liveness;
-    auto it = by_queue.find(w.queue_name);
-    if (live && it != by_queue.end()) ++coverage[it->second].live_workers;
-  }
-  return coverage;
-}
+// Coverage: coverage.cc.
 
 void StepSet::Add(std::string_view flow_slug, int step_index) {
   auto it = std::find_if(flows_.begin(), flows_.end(),

@@ -76,6 +76,14 @@ class WorkerImpl : public Worker {
     record_ = WorkerRecord{
         options_.worker_id, queue_, compiled_.front()->slug(), now, now,
         std::nullopt};
+    // Coverage reads which (flow, step) pairs we run on our queue.
+    for (const auto& flow : compiled_) {
+      ServedSteps served{flow->slug(), {}};
+      for (const StepShape& step : flow->shape().steps) {
+        if (step.queue_name == queue_) served.steps.push_back(step.slug);
+      }
+      record_.served.push_back(std::move(served));
+    }
     SLUICE_RETURN_IF_ERROR(SaveRecord());
     PruneWorkers();
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });

@@ -60,6 +60,26 @@ inline Job ProcJob(Handler handler) {
       std::move(handler));
 }
 
+// Two versions of the alias "rollout" with different shapes, for the
+// rollout process test. "rollout_v1": one step "work". "rollout_v2": "work"
+// then "finish". Each handler returns {"v": VERSION, "n": the input's n},
+// so a run's output names the version that ran it: {"work": {...}} for v1,
+// {"finish": {...}} for v2.
+inline Flow RolloutV1(Handler work) {
+  Flow flow("rollout_v1",
+            {.base_delay = absl::ZeroDuration(), .timeout = absl::Seconds(10)});
+  flow.Alias("rollout").Step("work", std::move(work));
+  return flow;
+}
+inline Flow RolloutV2(Handler work, Handler finish) {
+  Flow flow("rollout_v2",
+            {.base_delay = absl::ZeroDuration(), .timeout = absl::Seconds(10)});
+  flow.Alias("rollout")
+      .Step("work", std::move(work))
+      .Step("finish", {.depends_on = {"work"}}, std::move(finish));
+  return flow;
+}
+
 }  // namespace sluice::testing
 
 #endif  // SLUICE_TESTS_SUPPORT_TEST_FLOWS_H_

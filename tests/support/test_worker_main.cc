@@ -17,6 +17,9 @@
 //             ATTEMPT" to PATH before returning (the payload's "p" is the
 //             priority; the claim time is the deadline minus the lease);
 //             hang_after=N as for fleet.
+//   rollout   version=1|2: serves RolloutV1 or RolloutV2 (alias "rollout");
+//             each handler sleeps delay_ms=N (default 20) and returns
+//             {"v": VERSION, "n": n} (v2's "finish" passes "work"'s on).
 //   announce  writes "started RUN_ID" to stdout as each handler starts. It
 //             polls and heartbeats only once a minute and never sweeps, so
 //             whatever wakes it sooner is a notification.
@@ -64,10 +67,11 @@ void Say(const std::string& line) {
 int main(int argc, char** argv) {
   using namespace sluice;
   if (argc < 3) {
-    std::fprintf(stderr,
-                 "usage: %s crashy|shared|fleet|jobs|announce BACKEND_URL "
-                 "[NAME=VALUE...]\n",
-                 argv[0]);
+    std::fprintf(
+        stderr,
+        "usage: %s crashy|shared|fleet|jobs|rollout|announce BACKEND_URL "
+        "[NAME=VALUE...]\n",
+        argv[0]);
     return 2;
   }
   const std::string mode = argv[1];
@@ -173,6 +177,25 @@ int main(int argc, char** argv) {
           }
           return payload;
         }).flow();
+  } else if (mode == "rollout") {
+    const int version = int_arg("version", 0);
+    const absl::Duration delay = absl::Milliseconds(int_arg("delay_ms", 20));
+    auto work = [version, delay](const Json& in,
+                                 TaskContext&) -> absl::StatusOr<Json> {
+      absl::SleepFor(delay);  // simulated work, so runs stay in flight
+      return boost::json::object{{"v", version}, {"n", in.at("run").at("n")}};
+    };
+    if (version == 1) {
+      flow = testing::RolloutV1(work);
+    } else if (version == 2) {
+      flow = testing::RolloutV2(
+          work, [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+            return in.at("work");
+          });
+    } else {
+      std::fprintf(stderr, "test worker: rollout needs version=1 or 2\n");
+      return 2;
+    }
   } else if (mode == "announce") {
     options.poll_interval = absl::Minutes(1);
     options.heartbeat_interval = absl::Minutes(1);

@@ -228,11 +228,24 @@ struct Lease {
   int attempt = 1;
 };
 
-// A queue and the live workers serving it.
+// One (flow, step) of an active version on a queue, and how many live
+// workers run its handler there.
+struct StepCoverage {
+  std::string alias;      // the alias whose active version this is
+  std::string flow_slug;  // the concrete slug (the active version)
+  std::string step_slug;
+  int live_workers = 0;  // 0: nobody serves it; its tasks wait
+};
+
+// A queue of an active version and the live workers serving it.
 struct QueueCoverage {
   std::string queue;
-  std::vector<std::string> flows;
-  int live_workers = 0;
+  std::vector<std::string> flows;   // active concrete slugs using the queue
+  std::vector<StepCoverage> steps;  // each flow's steps on it, in order
+  int live_workers = 0;             // live workers registered on the queue
+
+  // The steps on this queue that no live worker serves.
+  std::vector<const StepCoverage*> Unserved() const;
 };
 
 class Engine {
@@ -396,7 +409,14 @@ class Engine {
   // how many; call again until it returns fewer than `limit`. A live worker
   // whose row was pruned writes it again at its next heartbeat.
   absl::StatusOr<int> PruneWorkers(absl::Time inactive_before, int limit);
-  // Queues of deployed flows and how many live workers serve each.
+  // Every queue of every active version (an alias's active slug; a flow
+  // whose alias has no row counts as its own active version), with the live
+  // workers per (flow, step) there. A worker is live if it has not stopped
+  // and heartbeated within `liveness`; it serves the (flow, step) pairs its
+  // registration lists (WorkerRecord::served; a row without them serves
+  // every step of its flow on its queue). Inactive versions are not listed,
+  // even while their runs drain (see ListVersions for those). Queues in
+  // name order.
   absl::StatusOr<std::vector<QueueCoverage>> Coverage(
       absl::Duration liveness = absl::Seconds(30));
 

@@ -1,0 +1,227 @@
+// The `sluice` program's rollout commands, run as a real process against a
+// database this test prepares: `versions`, `activate --expect` and
+// `coverage`, their output and their exit codes (tools/cli.h). On SQLite,
+// and on Postgres when SLUICE_TEST_POSTGRES_URL is set.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sluice/backends.h"
+#include "sluice/engine.h"
+#include "support/postgres_test_database.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+struct CliResult {
+  int exit_code = -1;
+  std::string output;  // stdout and stderr, interleaved
+};
+
+// Runs the sluice binary with `args` and waits for it.
+CliResult RunCli(std::vector<std::string> args) {
+  int pipe_fds[2];
+  EXPECT_EQ(pipe(pipe_fds), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    std::string program = SLUICE_CLI;
+    std::vector<char*> argv = {program.data()};
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    execv(program.c_str(), argv.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  CliResult result;
+  char buffer[4096];
+  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0;) {
+    result.output.append(buffer, n);
+  }
+  close(pipe_fds[0]);
+  int status = 0;
+  EXPECT_EQ(waitpid(pid, &status, 0), pid);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+// The line of `text` that contains `part`, or "".
+std::string LineWith(const std::string& text, const std::string& part) {
+  size_t at = text.find(part);
+  if (at == std::string::npos) return "";
+  size_t begin = text.rfind('\n', at);
+  begin = begin == std::string::npos ? 0 : begin + 1;
+  size_t end = text.find('\n', at);
+  return text.substr(begin, end == std::string::npos ? end : end - begin);
+}
+
+Flow ShopV1() {
+  Flow flow("shop_v1");
+  flow.Alias("shop").Step("pay", nullptr).Step("ship", {.depends_on = {"pay"}});
+  return flow;
+}
+
+Flow ShopV2() {
+  Flow flow("shop_v2");
+  flow.Alias("shop").Step("pay", nullptr);
+  return flow;
+}
+
+class CliTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/sluice-cli-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+    if (GetParam() == "postgres") {
+      if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
+      absl::StatusOr<std::unique_ptr<TestDatabase>> database =
+          TestDatabase::Create();
+      ASSERT_TRUE(database.ok()) << database.status();
+      database_ = std::move(*database);
+      url_ = database_->url();
+    } else {
+      url_ = "sqlite:" + dir_ + "/cli.db";
+    }
+    absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url_);
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = std::move(*backend);
+    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = std::move(*engine);
+    ASSERT_TRUE(engine_->Deploy(ShopV1()).ok());
+    ASSERT_TRUE(engine_->Deploy(ShopV2()).ok());  // inactive
+  }
+
+  void TearDown() override {
+    engine_.reset();
+    backend_.reset();
+    database_.reset();
+    std::error_code ignored;
+    std::filesystem::remove_all(dir_, ignored);
+  }
+
+  // Registers a live worker serving `steps` of `flow` on `queue`.
+  void PutWorker(const std::string& id, const std::string& queue,
+                 const std::string& flow, std::vector<std::string> steps) {
+    auto tx = backend_->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    absl::Time now = absl::Now();
+    WorkerRecord w{id, queue, flow, now, now, std::nullopt};
+    w.served = {{flow, std::move(steps)}};
+    ASSERT_TRUE((*tx)->UpsertWorker(w).ok());
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+
+  std::string ActiveSlug() {
+    absl::StatusOr<std::vector<VersionInfo>> versions =
+        engine_->ListVersions("shop");
+    EXPECT_TRUE(versions.ok()) << versions.status();
+    if (!versions.ok()) return "";
+    for (const VersionInfo& v : *versions) {
+      if (v.active) return v.slug;
+    }
+    return "";
+  }
+
+  std::string dir_;
+  std::string url_;
+  std::unique_ptr<TestDatabase> database_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_P(CliTest, Versions_ListsEachVersionWithActiveMarkerAndRunCounts) {
+  std::vector<Json> inputs(3, Json(boost::json::object{}));
+  ASSERT_TRUE(engine_->StartRuns("shop", inputs).ok());
+  CliResult r = RunCli({"versions", "--backend", url_, "shop"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("alias shop: 2 versions"));
+  std::string v1 = LineWith(r.output, "shop_v1");
+  std::string v2 = LineWith(r.output, "shop_v2");
+  EXPECT_THAT(v1, ::testing::StartsWith("  *")) << r.output;
+  EXPECT_THAT(v2, Not(HasSubstr("*"))) << r.output;
+  EXPECT_THAT(v1, ::testing::MatchesRegex(".*shop_v1 .* 3 +0 +0 +0"))
+      << "three started, none ended";
+  EXPECT_THAT(v2, ::testing::MatchesRegex(".*shop_v2 .* 0 +0 +0 +0"));
+  EXPECT_LT(r.output.find("shop_v1"), r.output.find("shop_v2"))
+      << "oldest first";
+}
+
+TEST_P(CliTest, Versions_UnknownAlias_FailsNamingIt) {
+  CliResult r = RunCli({"versions", "--backend", url_, "nope"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.output, HasSubstr("\"nope\""));
+}
+
+TEST_P(CliTest, Activate_WithTheCurrentExpectation_SwitchesTheVersion) {
+  CliResult r = RunCli({"activate", "--backend", url_, "shop", "shop_v2",
+                        "--expect", "shop_v1"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output,
+              HasSubstr("alias shop: shop_v2 is active (was shop_v1)"));
+  EXPECT_EQ(ActiveSlug(), "shop_v2");
+  r = RunCli({"versions", "--backend", url_, "shop"});
+  EXPECT_THAT(LineWith(r.output, "shop_v2"), ::testing::StartsWith("  *"));
+}
+
+TEST_P(CliTest, Activate_StaleExpectation_FailsAndChangesNothing) {
+  CliResult r = RunCli({"activate", "--backend", url_, "shop", "shop_v2",
+                        "--expect", "shop_v2"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("the active version is \"shop_v1\""));
+  EXPECT_THAT(r.output, HasSubstr("sluice versions shop"));
+  EXPECT_EQ(ActiveSlug(), "shop_v1");
+}
+
+TEST_P(CliTest, Activate_WithoutExpect_IsRefused) {
+  CliResult r = RunCli({"activate", "--backend", url_, "shop", "shop_v2"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--expect CURRENT"));
+  EXPECT_EQ(ActiveSlug(), "shop_v1");
+}
+
+TEST_P(CliTest, Coverage_StepsNobodyServes_PrintUnservedAndExitThree) {
+  PutWorker("payer", "shop_v1", "shop_v1", {"pay"});
+  PutWorker("v2_worker", "shop_v2", "shop_v2", {"pay"});  // inactive version
+  CliResult r = RunCli({"coverage", "--backend", url_});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("queue shop_v1  live_workers=1"));
+  EXPECT_THAT(LineWith(r.output, "shop_v1.pay"), HasSubstr("served"));
+  EXPECT_THAT(
+      LineWith(r.output, "shop_v1.ship"),
+      ::testing::AllOf(HasSubstr("UNSERVED"), HasSubstr("live_workers=0")));
+  EXPECT_THAT(r.output, HasSubstr("UNSERVED: 1 of 2 steps"));
+  EXPECT_THAT(r.output, Not(HasSubstr("shop_v2"))) << "only active versions";
+}
+
+TEST_P(CliTest, Coverage_EveryStepServed_ExitsZero) {
+  PutWorker("all", "shop_v1", "shop_v1", {"pay", "ship"});
+  CliResult r = RunCli({"coverage", "--backend", url_});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("all 2 steps on 1 queue is served"));
+  EXPECT_THAT(r.output, Not(HasSubstr("UNSERVED")));
+}
+
+TEST_P(CliTest, Coverage_BadLiveness_IsRefused) {
+  CliResult r = RunCli({"coverage", "--backend", url_, "--liveness", "soon"});
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_THAT(r.output, HasSubstr("--liveness \"soon\""));
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, CliTest,
+                         ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+}  // namespace
+}  // namespace sluice::testing
