@@ -139,9 +139,13 @@ enum class LeaseState {
 // What one worker serves: one queue, and the steps of each served flow or
 // job that run on it (docs/decisions/0024).
 //
-//   WorkerSpec().Serve(flow)                  // a flow whose steps share a
-//   queue WorkerSpec().Queue("album__resize").Serve(flow)  // its steps on that
-//   queue WorkerSpec().Serve(flow, {"resize"})      // just these steps
+//   // A flow whose steps share one queue:
+//   WorkerSpec().Serve(flow)
+//   // The steps of `album` on one of its step queues:
+//   WorkerSpec().Queue("album__resize").Serve(album)
+//   // Just these steps (their one queue):
+//   WorkerSpec().Serve(album, {"resize"})
+//   // A shared queue: a job and one step of a flow.
 //   WorkerSpec().Queue("mail").Serve(job).Serve(digest, {"send"})
 //
 // Without Queue(), the queue is the one every chosen step uses. Serving a
