@@ -68,6 +68,76 @@ TEST(FlowShape, JsonRoundTrip_IsLossless) {
             flow.shape().steps[0].spec.if_pattern);
 }
 
+TEST(QueueModes, ModeFollowsTheOptions) {
+  Flow plain("Plain");
+  plain.Step("a", Noop());
+  EXPECT_EQ(plain.shape().queue_mode, QueueMode::kFlow);
+  EXPECT_EQ(plain.shape().steps[0].queue_name, "plain");
+  Flow shared("s", {.queue = "q"});
+  shared.Step("a", Noop());
+  EXPECT_EQ(shared.shape().queue_mode, QueueMode::kShared);
+  Flow step("Big", {.queue_per_step = true});
+  step.Step("Fetch", Noop()).Step("store", Noop());
+  EXPECT_EQ(step.shape().queue_mode, QueueMode::kStep);
+  EXPECT_EQ(step.shape().steps[0].queue_name, "big__fetch");
+  EXPECT_EQ(step.shape().steps[1].queue_name, "big__store");
+  Flow mapped("m", {.queue = "rest"});
+  mapped.Step("a", Noop()).Step("b", {.queue = "gpu"}, Noop());
+  EXPECT_EQ(mapped.shape().queue_mode, QueueMode::kExplicit);
+  EXPECT_EQ(mapped.shape().steps[0].queue_name, "rest");
+  EXPECT_EQ(mapped.shape().steps[1].queue_name, "gpu");
+  const std::pair<const Flow*, QueueMode> cases[] = {
+      {&plain, QueueMode::kFlow},
+      {&shared, QueueMode::kShared},
+      {&step, QueueMode::kStep},
+      {&mapped, QueueMode::kExplicit}};
+  for (const auto& [flow, mode] : cases) {
+    const Flow& f = *flow;
+    absl::StatusOr<FlowShape> back = FlowShape::FromJson(f.shape().ToJson());
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(back->queue_mode, mode) << ToString(mode);
+    EXPECT_TRUE(f.shape().DifferencesFrom(*back).empty()) << ToString(mode);
+  }
+}
+
+TEST(QueueModes, StepQueueNames_AtTheBoundary) {
+  // lower(flow__step) while it fits 47 characters, else lower(flow__index).
+  std::string slug43(43, 'F');
+  Flow flow(slug43, {.queue_per_step = true});
+  flow.Step("ab", Noop())    // 43 + 2 + 2 = 47
+      .Step("abc", Noop());  // 48: index form, 43 + 2 + 1 = 46
+  ASSERT_TRUE(flow.Validate().ok()) << flow.Validate();
+  std::string lower(43, 'f');
+  EXPECT_EQ(flow.shape().steps[0].queue_name, lower + "__ab");
+  EXPECT_EQ(flow.shape().steps[1].queue_name, lower + "__1");
+
+  Flow too_long(std::string(46, 'g'), {.queue_per_step = true});
+  too_long.Step("a", Noop());  // 46 + 2 + 1 = 49 either way
+  absl::Status status = too_long.Validate();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()),
+              HasSubstr("step \"a\" (index 0) has no private queue name that "
+                        "fits"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("is 49 characters"));
+
+  // Flow mode's one queue, lower(slug), must fit too.
+  Flow long_slug(std::string(60, 'h'));
+  long_slug.Step("a", Noop());
+  EXPECT_THAT(std::string(long_slug.Validate().message()),
+              HasSubstr("queue names are at most 47"));
+}
+
+TEST(QueueModes, ExplicitMode_NeedsAQueueForEveryStep) {
+  Flow flow("m");
+  flow.Step("a", Noop()).Step("b", {.queue = "gpu"}, Noop());
+  EXPECT_THAT(std::string(flow.Validate().message()),
+              HasSubstr("flow \"m\": step \"a\" names no queue"));
+  // A flow slug too long for its own queue is fine when no step uses it.
+  Flow long_slug(std::string(60, 'h'));
+  long_slug.Step("a", {.queue = "gpu"}, Noop());
+  EXPECT_TRUE(long_slug.Validate().ok()) << long_slug.Validate();
+}
+
 TEST(FlowShape, CorruptStoredDefinition_IsAnInternalError) {
   absl::StatusOr<FlowShape> shape = FlowShape::FromJson(Json{{"slug", 5}});
   EXPECT_EQ(shape.status().code(), absl::StatusCode::kInternal);

@@ -151,10 +151,14 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
         c.step = &(*flow)->step(t.key.step_index);
         if (t.queue_name != request.queue ||
             c.step->shape->queue_name != request.queue) {
-          c.problem =
-              StrCat("message ", ids[i], " of flow \"", t.flow_slug,
-                     "\" step \"", c.step->shape->slug,
-                     "\" belongs on queue \"", c.step->shape->queue_name, "\"");
+          // The task's snapshot names its queue; a definition that puts the
+          // step elsewhere is just as wrong for this worker.
+          c.problem = StrCat(
+              "message ", ids[i], " of flow \"", t.flow_slug, "\" step \"",
+              c.step->shape->slug, "\" belongs on queue \"",
+              t.queue_name != request.queue ? t.queue_name
+                                            : c.step->shape->queue_name,
+              "\"");
         } else if (!request.served.Contains(t.flow_slug, t.key.step_index)) {
           c.problem = StrCat("message ", ids[i], " is for flow \"", t.flow_slug,
                              "\" step \"", c.step->shape->slug,

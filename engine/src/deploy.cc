@@ -12,6 +12,7 @@
 
 #include "compiled_flow.h"
 #include "engine_impl.h"
+#include "queue_registry.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "engine_impl.h"
+#include "queue_registry.h"
 #include "run_progress.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -176,39 +177,6 @@ int Engine::Subscribe(EventHandler handler) {
 }
 void Engine::Unsubscribe(int id) { impl_->events().Unsubscribe(id); }
 void Engine::Wake(std::string_view queue) { impl_->signals().Notify(queue); }
-
-// Registers the flow's queues, refusing one that exists unregistered or is
-// owned by another flow. A shared queue (QueueMode::kShared) is registered
-// without an owner, and any number of flows and jobs may use it.
-absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
-                            absl::Time now) {
-  bool shared = flow.shape().queue_mode == QueueMode::kShared;
-  std::string owner = shared ? std::string() : flow.slug();
-  for (const std::string& queue : flow.queues()) {
-    SLUICE_ASSIGN_OR_RETURN(std::optional<QueueRecord> entry,
-                            tx.GetQueue(queue));
-    if (entry) {
-      if (entry->owner_flow == owner) continue;
-      return absl::FailedPreconditionError(StrCat(
-          "flow \"", flow.slug(), "\": queue \"", queue, "\" is owned by ",
-          entry->owner_flow.empty()
-              ? std::string("no flow (it is shared)")
-              : StrCat("flow \"", entry->owner_flow, "\""),
-          shared ? "; choose another queue name"
-                 : "; use a flow slug whose lowercase form is not taken"));
-    }
-    SLUICE_ASSIGN_OR_RETURN(bool exists, tx.QueueExists(queue));
-    if (exists) {
-      return absl::FailedPreconditionError(
-          StrCat("flow \"", flow.slug(), "\": queue \"", queue,
-                 "\" already exists but Sluice did not create it; drop it or "
-                 "choose another ",
-                 shared ? "queue name" : "flow slug"));
-    }
-    SLUICE_RETURN_IF_ERROR(tx.CreateQueue(QueueRecord{queue, owner, now}));
-  }
-  return absl::OkStatus();
-}
 
 absl::StatusOr<DeployOutcome> Engine::Deploy(const Flow& flow) {
   SLUICE_ASSIGN_OR_RETURN(Impl::Deployed deployed, impl_->DeployFlow(flow));

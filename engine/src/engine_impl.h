@@ -42,11 +42,6 @@ class FlowLookup {
   std::shared_ptr<const CompiledFlow> last_;
 };
 
-// Registers the flow's queues (engine.cc), refusing one that exists
-// unregistered or is owned by another flow.
-absl::Status RegisterQueues(Transaction& tx, const CompiledFlow& flow,
-                            absl::Time now);
-
 // Deletes runs (DeleteRuns) and the dedupe entries that name them.
 absl::Status DeleteRunsAndKeys(Transaction& tx,
                                std::span<const RunRecord> runs);

@@ -139,7 +139,17 @@ std::string_view ToString(Policy policy) {
 }
 
 std::string_view ToString(QueueMode mode) {
-  return mode == QueueMode::kShared ? "shared" : "flow";
+  switch (mode) {
+    case QueueMode::kFlow:
+      return "flow";
+    case QueueMode::kShared:
+      return "shared";
+    case QueueMode::kStep:
+      return "step";
+    case QueueMode::kExplicit:
+      return "explicit";
+  }
+  return "unknown";
 }
 
 std::string_view ToString(BackoffKind kind) {
@@ -177,10 +187,21 @@ Flow::Flow(std::string slug, FlowOptions options) {
     first_error_ =
         CheckFlowOptions(StrCat("flow \"", shape_.slug, "\""), options);
   }
-  if (!shape_.options.queue.empty()) shape_.queue_mode = QueueMode::kShared;
+  if (options.queue_per_step) {
+    shape_.queue_mode = QueueMode::kStep;
+  } else if (!options.queue.empty()) {
+    shape_.queue_mode = QueueMode::kShared;
+  }
   std::string owner = StrCat("flow \"", shape_.slug, "\"");
-  if (first_error_.ok()) {
-    absl::Status s = queue_name::Validate(StepQueue());
+  if (first_error_.ok() && options.queue_per_step && !options.queue.empty()) {
+    first_error_ = absl::InvalidArgumentError(
+        StrCat(owner,
+               ": queue_per_step gives every step a private queue, so it "
+               "can't be combined with the shared queue \"",
+               options.queue, "\""));
+  }
+  if (first_error_.ok() && !options.queue.empty()) {
+    absl::Status s = queue_name::Validate(options.queue);
     if (!s.ok()) {
       first_error_ =
           absl::InvalidArgumentError(StrCat(owner, ": ", s.message()));
@@ -192,10 +213,32 @@ Flow::Flow(std::string slug, FlowOptions options) {
   if (first_error_.ok()) first_error_ = ValidateKeep(owner, options.keep);
 }
 
-std::string Flow::StepQueue() const {
-  return shape_.queue_mode == QueueMode::kShared
-             ? shape_.options.queue
-             : queue_name::ForFlow(shape_.slug);
+absl::StatusOr<std::string> Flow::StepQueue(std::string_view slug,
+                                            const StepSpec& spec) const {
+  std::string owner = StrCat("flow \"", shape_.slug, "\": step \"", slug, "\"");
+  if (!spec.queue.empty()) {
+    if (shape_.options.queue_per_step) {
+      return absl::InvalidArgumentError(
+          StrCat(owner, " names queue \"", spec.queue,
+                 "\", but queue_per_step gives every step a private queue"));
+    }
+    absl::Status s = queue_name::Validate(spec.queue);
+    if (!s.ok()) {
+      return absl::InvalidArgumentError(StrCat(owner, ": ", s.message()));
+    }
+    return spec.queue;
+  }
+  if (shape_.options.queue_per_step) {
+    absl::StatusOr<std::string> queue = queue_name::ForStep(
+        shape_.slug, slug, static_cast<int>(shape_.steps.size()));
+    if (!queue.ok()) {
+      return absl::InvalidArgumentError(
+          StrCat("flow \"", shape_.slug, "\": ", queue.status().message()));
+    }
+    return queue;
+  }
+  if (!shape_.options.queue.empty()) return shape_.options.queue;
+  return queue_name::ForFlow(shape_.slug);
 }
 
 Flow& Flow::Step(std::string slug, Handler handler) {
@@ -259,11 +302,16 @@ Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
     return CheckStepSpec(owner, spec);
   }();
   if (first_error_.ok() && !status.ok()) first_error_ = status;
+  absl::StatusOr<std::string> queue = StepQueue(slug, spec);
+  if (first_error_.ok() && !queue.ok()) first_error_ = queue.status();
+  if (!spec.queue.empty() && !shape_.options.queue_per_step) {
+    shape_.queue_mode = QueueMode::kExplicit;
+  }
   StepShape step;
   step.slug = std::move(slug);
   step.kind = kind;
   step.spec = std::move(spec);
-  step.queue_name = StepQueue();
+  step.queue_name = queue.ok() ? *std::move(queue) : std::string();
   shape_.steps.push_back(std::move(step));
   handlers_.push_back(std::move(handler));
   return *this;
@@ -274,6 +322,36 @@ absl::Status Flow::Validate() const {
   if (shape_.steps.empty()) {
     return absl::InvalidArgumentError(StrCat(
         "flow \"", shape_.slug, "\" has no steps; add at least one step"));
+  }
+  return ValidateQueues();
+}
+
+// The queue checks that depend on every step: the mode is known only once
+// the last step is added.
+absl::Status Flow::ValidateQueues() const {
+  std::string owner = StrCat("flow \"", shape_.slug, "\"");
+  switch (shape_.queue_mode) {
+    case QueueMode::kFlow:
+      if (absl::Status s =
+              queue_name::Validate(queue_name::ForFlow(shape_.slug));
+          !s.ok()) {
+        return absl::InvalidArgumentError(StrCat(owner, ": ", s.message()));
+      }
+      return absl::OkStatus();
+    case QueueMode::kExplicit:
+      if (!shape_.options.queue.empty()) return absl::OkStatus();
+      for (const StepShape& step : shape_.steps) {
+        if (!step.spec.queue.empty()) continue;
+        return absl::InvalidArgumentError(StrCat(
+            owner, ": step \"", step.slug,
+            "\" names no queue; when some steps name a queue "
+            "(StepSpec::queue), every step must, or set FlowOptions::queue "
+            "for the steps that don't"));
+      }
+      return absl::OkStatus();
+    case QueueMode::kShared:
+    case QueueMode::kStep:
+      return absl::OkStatus();  // checked as options and steps were added
   }
   return absl::OkStatus();
 }

@@ -78,6 +78,11 @@ absl::Status ReadSharingOptions(const json::object& root,
     if (!mode->is_string()) return Corrupt("queue_mode is not a string");
     if (mode->get_string() == "shared") {
       shape.queue_mode = QueueMode::kShared;
+    } else if (mode->get_string() == "step") {
+      shape.queue_mode = QueueMode::kStep;
+      shape.options.queue_per_step = true;
+    } else if (mode->get_string() == "explicit") {
+      shape.queue_mode = QueueMode::kExplicit;
     } else if (mode->get_string() != "flow") {
       return Corrupt(StrCat("unknown queue_mode \"",
                             std::string_view(mode->get_string()), "\""));

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 
 namespace sluice::queue_name {
 
@@ -14,6 +15,12 @@ inline constexpr size_t kMaxLength = 47;
 
 // The flow-mode queue: lower(flow_slug).
 std::string ForFlow(std::string_view flow_slug);
+
+// A step-mode queue: lower(flow__step) when it fits kMaxLength, else
+// lower(flow__<step_index>); kInvalidArgument naming the step and both
+// lengths when neither fits.
+absl::StatusOr<std::string> ForStep(std::string_view flow_slug,
+                                    std::string_view step_slug, int step_index);
 
 // OK, or kInvalidArgument naming the queue and the rule it breaks.
 absl::Status Validate(std::string_view name);

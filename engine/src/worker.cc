@@ -8,7 +8,6 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "compiled_flow.h"
 #include "engine_impl.h"
 #include "result_recorder.h"
 #include "sluice/engine.h"
@@ -50,40 +49,30 @@ class Backoff {
 
 class WorkerImpl : public Worker {
  public:
-  WorkerImpl(Engine& engine, std::vector<Flow> flows,
-             std::vector<std::shared_ptr<const CompiledFlow>> compiled,
-             std::string queue, WorkerOptions options)
+  WorkerImpl(Engine& engine, WorkerPlan plan, WorkerOptions options)
       : engine_(engine),
         impl_(engine.impl()),
-        compiled_(std::move(compiled)),
         options_(std::move(options)),
-        queue_(std::move(queue)),
-        shared_(std::make_shared<WorkerShared>(std::move(flows),
+        queue_(std::move(plan.queue)),
+        served_(std::move(plan.served)),
+        served_steps_(std::move(plan.served_steps)),
+        generations_(std::move(plan.generations)),
+        shared_(std::make_shared<WorkerShared>(std::move(plan.flows),
                                                impl_.options().log)) {
     if (options_.worker_id.empty()) options_.worker_id = NewWorkerId();
-    for (const auto& flow : compiled_) served_.AddFlow(flow->shape());
   }
 
   ~WorkerImpl() override { (void)Stop(); }
 
-  // The generations of the flows this worker deployed (before Start).
-  void set_generations(std::vector<FlowGeneration> generations) {
-    generations_ = std::move(generations);
-  }
-
   absl::Status Start() {
     absl::Time now = impl_.Now();
-    record_ = WorkerRecord{
-        options_.worker_id, queue_, compiled_.front()->slug(), now, now,
-        std::nullopt};
-    // Coverage reads which (flow, step) pairs we run on our queue.
-    for (const auto& flow : compiled_) {
-      ServedSteps served{flow->slug(), {}};
-      for (const StepShape& step : flow->shape().steps) {
-        if (step.queue_name == queue_) served.steps.push_back(step.slug);
-      }
-      record_.served.push_back(std::move(served));
-    }
+    record_ = WorkerRecord{options_.worker_id,
+                           queue_,
+                           served_steps_.front().flow_slug,
+                           now,
+                           now,
+                           std::nullopt,
+                           served_steps_};
     SLUICE_RETURN_IF_ERROR(SaveRecord());
     PruneWorkers();
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
@@ -161,10 +150,10 @@ class WorkerImpl : public Worker {
 
   Engine& engine_;
   Engine::Impl& impl_;
-  std::vector<std::shared_ptr<const CompiledFlow>> compiled_;
   WorkerOptions options_;
   std::string queue_;
   StepSet served_;
+  std::vector<ServedSteps> served_steps_;
   std::vector<FlowGeneration> generations_;
   WorkerRecord record_;
   int listener_ = 0;
@@ -591,15 +580,11 @@ absl::Time WorkerImpl::NextVisibleWake(absl::Time real_now) const {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
-    Engine& engine, std::vector<Flow> flows,
-    std::vector<std::shared_ptr<const CompiledFlow>> compiled,
-    std::string queue, WorkerOptions options,
-    std::vector<FlowGeneration> generations) {
-  auto worker = std::make_unique<WorkerImpl>(
-      engine, std::move(flows), std::move(compiled), std::move(queue),
-      std::move(options));
-  worker->set_generations(std::move(generations));
+absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(Engine& engine,
+                                                     WorkerPlan plan,
+                                                     WorkerOptions options) {
+  auto worker =
+      std::make_unique<WorkerImpl>(engine, std::move(plan), std::move(options));
   SLUICE_RETURN_IF_ERROR(worker->Start());
   return std::unique_ptr<Worker>(std::move(worker));
 }

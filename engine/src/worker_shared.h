@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "sluice/engine.h"
 #include "sluice/flow.h"
+#include "sluice/records.h"
 #include "sluice/task_context.h"
 #include "sluice/worker.h"
 
@@ -87,14 +88,20 @@ struct WorkerShared {
 // A handler thread's body: runs ready tasks until the worker closes.
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot);
 
-class CompiledFlow;
-// Starts a worker serving `flows` (deployed, validated, all on `queue`);
-// `generations` are the deployed generations its claims carry.
-absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(
-    Engine& engine, std::vector<Flow> flows,
-    std::vector<std::shared_ptr<const CompiledFlow>> compiled,
-    std::string queue, WorkerOptions options,
-    std::vector<FlowGeneration> generations = {});
+// What a worker serves, worked out from a WorkerSpec before it starts.
+struct WorkerPlan {
+  std::string queue;
+  std::vector<Flow> flows;                // the handlers, in the spec's order
+  StepSet served;                         // the (flow, step) pairs it claims
+  std::vector<ServedSteps> served_steps;  // the same, for its registration
+  // The deployed generation of each flow, which its claims carry.
+  std::vector<FlowGeneration> generations;
+};
+
+// Starts a worker for `plan` (its flows deployed and validated).
+absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(Engine& engine,
+                                                     WorkerPlan plan,
+                                                     WorkerOptions options);
 
 }  // namespace sluice
 

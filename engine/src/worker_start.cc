@@ -1,10 +1,14 @@
 // Starting workers: which definitions a worker serves, and checking them.
+#include <algorithm>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_join.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
+#include "queue_name.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -12,6 +16,18 @@
 
 namespace sluice {
 namespace {
+
+// The distinct queues of a flow's steps, quoted, for error messages.
+std::string QueuesOf(const FlowShape& shape) {
+  std::vector<std::string> queues;
+  for (const StepShape& step : shape.steps) {
+    std::string quoted = StrCat("\"", step.queue_name, "\"");
+    if (std::find(queues.begin(), queues.end(), quoted) == queues.end()) {
+      queues.push_back(std::move(quoted));
+    }
+  }
+  return absl::StrJoin(queues, ", ");
+}
 
 absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   auto positive = [](absl::Duration d) {
@@ -34,10 +50,143 @@ absl::Status ValidateWorkerOptions(const WorkerOptions& o) {
   return absl::OkStatus();
 }
 
+// The steps of `flow` this worker serves: those named in `served`, or every
+// step; not yet narrowed to the queue.
+absl::StatusOr<std::vector<int>> ChosenSteps(const WorkerSpec::Served& served) {
+  const FlowShape& shape = served.flow->shape();
+  std::vector<int> chosen;
+  if (!served.steps) {
+    for (size_t i = 0; i < shape.steps.size(); ++i) {
+      chosen.push_back(static_cast<int>(i));
+    }
+    return chosen;
+  }
+  if (served.steps->empty()) {
+    return absl::InvalidArgumentError(
+        StrCat("StartWorker: flow \"", shape.slug,
+               "\" is served with an empty step list; name its steps or "
+               "serve the whole flow"));
+  }
+  for (const std::string& step : *served.steps) {
+    int index = shape.StepIndex(step);
+    if (index < 0) {
+      return absl::InvalidArgumentError(StrCat(
+          "StartWorker: flow \"", shape.slug, "\" has no step \"", step, "\""));
+    }
+    if (std::find(chosen.begin(), chosen.end(), index) != chosen.end()) {
+      return absl::InvalidArgumentError(StrCat("StartWorker: step \"", step,
+                                               "\" of flow \"", shape.slug,
+                                               "\" is named twice"));
+    }
+    chosen.push_back(index);
+  }
+  std::sort(chosen.begin(), chosen.end());  // definition order
+  return chosen;
+}
+
+// Without WorkerSpec::Queue, the one queue the chosen steps use.
+absl::StatusOr<std::string> ImpliedQueue(
+    const WorkerSpec& spec, const std::vector<std::vector<int>>& chosen) {
+  std::string queue;
+  const FlowShape* first = nullptr;
+  for (size_t f = 0; f < chosen.size(); ++f) {
+    const FlowShape& shape = spec.served()[f].flow->shape();
+    for (int index : chosen[f]) {
+      const std::string& q = shape.steps[index].queue_name;
+      if (first == nullptr) {
+        queue = q;
+        first = &shape;
+      }
+      if (q == queue) continue;
+      return absl::InvalidArgumentError(
+          StrCat("StartWorker: \"", shape.slug, "\" step \"",
+                 shape.steps[index].slug, "\" uses queue \"", q, "\" but \"",
+                 first->slug, "\" uses queue \"", queue,
+                 "\"; one worker serves one queue (start one worker per queue, "
+                 "choosing it with WorkerSpec::Queue)"));
+    }
+  }
+  return queue;
+}
+
+// Checks the spec and works out what the worker serves, before anything is
+// deployed or started.
+absl::StatusOr<WorkerPlan> PlanWorker(const WorkerSpec& spec) {
+  if (spec.served().empty()) {
+    return absl::InvalidArgumentError(
+        "StartWorker: the worker spec serves nothing; add a flow or job");
+  }
+  if (!spec.queue().empty()) {
+    if (absl::Status s = queue_name::Validate(spec.queue()); !s.ok()) {
+      return absl::InvalidArgumentError(StrCat("StartWorker: ", s.message()));
+    }
+  }
+  std::vector<std::vector<int>> chosen;
+  for (size_t f = 0; f < spec.served().size(); ++f) {
+    const Flow& flow = *spec.served()[f].flow;
+    SLUICE_RETURN_IF_ERROR(flow.Validate());
+    for (size_t g = 0; g < f; ++g) {
+      if (spec.served()[g].flow->slug() == flow.slug()) {
+        return absl::InvalidArgumentError(
+            StrCat("StartWorker: \"", flow.slug(), "\" is served twice"));
+      }
+    }
+    SLUICE_ASSIGN_OR_RETURN(std::vector<int> steps,
+                            ChosenSteps(spec.served()[f]));
+    chosen.push_back(std::move(steps));
+  }
+  WorkerPlan plan;
+  plan.queue = spec.queue();
+  if (plan.queue.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(plan.queue, ImpliedQueue(spec, chosen));
+  }
+  for (size_t f = 0; f < spec.served().size(); ++f) {
+    const WorkerSpec::Served& served = spec.served()[f];
+    const FlowShape& shape = served.flow->shape();
+    ServedSteps record{shape.slug, {}};
+    for (int index : chosen[f]) {
+      const StepShape& step = shape.steps[index];
+      if (step.queue_name != plan.queue) {
+        if (!served.steps) continue;  // the flow's steps on other queues
+        return absl::InvalidArgumentError(
+            StrCat("StartWorker: step \"", step.slug, "\" of flow \"",
+                   shape.slug, "\" is on queue \"", step.queue_name,
+                   "\", not on the worker's queue \"", plan.queue, "\""));
+      }
+      if (!served.flow->handler(index)) {
+        return absl::InvalidArgumentError(StrCat("flow \"", shape.slug,
+                                                 "\": step \"", step.slug,
+                                                 "\" has no handler"));
+      }
+      plan.served.Add(shape.slug, index);
+      record.steps.push_back(step.slug);
+    }
+    if (record.steps.empty()) {
+      return absl::InvalidArgumentError(StrCat(
+          "StartWorker: flow \"", shape.slug, "\" has no step on queue \"",
+          plan.queue, "\" (its steps use ", QueuesOf(shape), ")"));
+    }
+    plan.served_steps.push_back(std::move(record));
+    plan.flows.push_back(*served.flow);
+  }
+  return plan;
+}
+
 }  // namespace
 
+WorkerSpec& WorkerSpec::Queue(std::string name) {
+  queue_ = std::move(name);
+  return *this;
+}
+
 WorkerSpec& WorkerSpec::Serve(const Flow& flow) {
-  flows_.push_back(&flow);
+  served_.push_back(Served{&flow, std::nullopt});
+  return *this;
+}
+
+WorkerSpec& WorkerSpec::Serve(const Flow& flow,
+                              std::vector<std::string> steps) {
+  served_.push_back(Served{&flow, std::move(steps)});
   return *this;
 }
 
@@ -50,45 +199,13 @@ absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
 
 absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
     const WorkerSpec& spec, WorkerOptions options) {
-  if (spec.flows().empty()) {
-    return absl::InvalidArgumentError(
-        "StartWorker: the worker spec serves nothing; add a flow or job");
-  }
-  std::vector<std::shared_ptr<const CompiledFlow>> compiled;
-  std::string queue;
-  for (const Flow* flow : spec.flows()) {
-    SLUICE_RETURN_IF_ERROR(flow->ValidateForWorker());
-    for (const auto& other : compiled) {
-      if (other->slug() == flow->slug()) {
-        return absl::InvalidArgumentError(
-            StrCat("StartWorker: \"", flow->slug(), "\" is served twice"));
-      }
-    }
-    SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> c,
-                            CompiledFlow::Compile(flow->shape()));
-    for (const std::string& q : c->queues()) {
-      if (queue.empty()) queue = q;
-      if (q != queue) {
-        return absl::InvalidArgumentError(StrCat(
-            "StartWorker: \"", flow->slug(), "\" uses queue \"", q, "\" but \"",
-            compiled.empty() ? flow->slug() : compiled[0]->slug(),
-            "\" uses queue \"", queue,
-            "\"; one worker serves one queue (start one worker per queue)"));
-      }
-    }
-    compiled.push_back(std::move(c));
-  }
+  SLUICE_ASSIGN_OR_RETURN(WorkerPlan plan, PlanWorker(spec));
   SLUICE_RETURN_IF_ERROR(ValidateWorkerOptions(options));
-  std::vector<Flow> flows;
-  std::vector<FlowGeneration> generations;
-  for (const Flow* flow : spec.flows()) {
-    SLUICE_ASSIGN_OR_RETURN(Impl::Deployed deployed, impl_->DeployFlow(*flow));
-    generations.push_back(FlowGeneration{flow->slug(), deployed.generation});
-    flows.push_back(*flow);
+  for (const Flow& flow : plan.flows) {
+    SLUICE_ASSIGN_OR_RETURN(Impl::Deployed deployed, impl_->DeployFlow(flow));
+    plan.generations.push_back(FlowGeneration{flow.slug(), deployed.generation});
   }
-  return LaunchWorker(*this, std::move(flows), std::move(compiled),
-                      std::move(queue), std::move(options),
-                      std::move(generations));
+  return LaunchWorker(*this, std::move(plan), std::move(options));
 }
 
 }  // namespace sluice

@@ -136,15 +136,43 @@ enum class LeaseState {
   kCancelRequested,  // owned, but its run asked it to stop; not extended
 };
 
-// The definitions one worker serves. All of them must use one queue.
+// What one worker serves: one queue, and the steps of each served flow or
+// job that run on it (docs/decisions/0024).
+//
+//   // A flow whose steps share one queue:
+//   WorkerSpec().Serve(flow)
+//   // The steps of `album` on one of its step queues:
+//   WorkerSpec().Queue("album__resize").Serve(album)
+//   // Just these steps (their one queue):
+//   WorkerSpec().Serve(album, {"resize"})
+//   // A shared queue: a job and one step of a flow.
+//   WorkerSpec().Queue("mail").Serve(job).Serve(digest, {"send"})
+//
+// Without Queue(), the queue is the one every chosen step uses. Serving a
+// flow with no chosen step on the queue, naming a step that is not on it or
+// not in the flow, or chosen steps on several queues, is kInvalidArgument
+// from StartWorker before anything is deployed or started.
 class WorkerSpec {
  public:
+  struct Served {
+    const Flow* flow = nullptr;
+    // Unset: every step of the flow on the worker's queue.
+    std::optional<std::vector<std::string>> steps;
+  };
+
+  // The one queue the worker reads.
+  WorkerSpec& Queue(std::string name);
   WorkerSpec& Serve(const Flow& flow);
+  // Only these steps of `flow`; each must be on the worker's queue.
+  WorkerSpec& Serve(const Flow& flow, std::vector<std::string> steps);
   WorkerSpec& Serve(const Job& job);
-  const std::vector<const Flow*>& flows() const { return flows_; }
+
+  const std::string& queue() const { return queue_; }
+  const std::vector<Served>& served() const { return served_; }
 
  private:
-  std::vector<const Flow*> flows_;
+  std::string queue_;
+  std::vector<Served> served_;
 };
 
 // The (flow, step) pairs a worker runs handlers for.
@@ -397,11 +425,14 @@ class Engine {
   // --- Workers -----------------------------------------------------------
 
   // Deploys `flow` (Deploy), then registers and starts a worker serving the
-  // flow's queue. Fails without registering if deployment fails.
+  // flow's queue (kInvalidArgument if its steps use several queues: start a
+  // worker per queue with a WorkerSpec). Fails without registering if
+  // deployment fails.
   absl::StatusOr<std::unique_ptr<Worker>> StartWorker(
       const Flow& flow, WorkerOptions options = {});
-  // Deploys every definition, then starts one worker serving them all on
-  // their one queue (kInvalidArgument if they use different queues).
+  // Deploys every definition, then starts one worker serving the chosen
+  // steps on its one queue (see WorkerSpec for what is refused). It
+  // registers with every (flow, steps) it serves (WorkerRecord::served).
   absl::StatusOr<std::unique_ptr<Worker>> StartWorker(
       const WorkerSpec& spec, WorkerOptions options = {});
   // Deletes up to `limit` workers' rows that showed no sign of life

@@ -43,10 +43,20 @@ enum class Policy {
   kSkipCascade,  // the step and everything downstream of it are skipped
 };
 
-// How a flow's tasks map onto physical queues.
+// How a flow's tasks map onto physical queues (docs/decisions/0024). The mode
+// follows from the options: FlowOptions::queue_per_step is kStep; a step
+// with StepSpec::queue makes kExplicit; else FlowOptions::queue is kShared;
+// else kFlow.
 enum class QueueMode {
   kFlow,    // every step uses one queue named lower(flow slug), owned by it
   kShared,  // every step uses FlowOptions::queue, which any flow may share
+  // Every step has a private queue owned by the flow: lower(flow__step) when
+  // that fits 47 characters, else lower(flow__<zero-based step index>).
+  kStep,
+  // Each step names a shared queue (StepSpec::queue); a step that names
+  // none uses FlowOptions::queue, which must then be set. Several flows and
+  // jobs may use these queues.
+  kExplicit,
 };
 
 std::string_view ToString(StepKind kind);
@@ -88,8 +98,13 @@ struct FlowOptions {
   BackoffKind backoff = BackoffKind::kExponential;
   // Empty: the flow's own queue, lower(slug). Otherwise every step uses this
   // shared queue (a queue name: [a-z0-9_], at most 47 characters), which
-  // jobs and other flows may use too, so one worker can serve them all.
+  // jobs and other flows may use too, so one worker can serve them all. With
+  // steps that name their own queue (StepSpec::queue), the queue of the
+  // steps that don't.
   std::string queue;
+  // A private queue per step (QueueMode::kStep), so that each step can have
+  // its own workers. Not together with `queue` or StepSpec::queue.
+  bool queue_per_step = false;
   // The default priority of the flow's runs, in [kMinPriority, kMaxPriority].
   int priority = 0;
   // Retention of the flow's ended runs (applied by workers' sweeps).
@@ -107,6 +122,9 @@ struct StepSpec {
   std::optional<Json> if_not_pattern;  // run only if input doesn't contain it
   Policy when_unmet = Policy::kSkip;
   Policy when_exhausted = Policy::kFail;
+  // A shared queue for this step's tasks (QueueMode::kExplicit); empty: the
+  // flow's FlowOptions::queue. Stored as the step's queue_name.
+  std::string queue;
 };
 
 // A step as stored: everything but the handler.
@@ -173,7 +191,9 @@ class Flow {
 
   // OK, or kInvalidArgument naming the first problem: a bad slug, a duplicate
   // step, an unknown or self dependency, a map step with more than one
-  // dependency, a queue name over 47 characters, an invalid option or pattern.
+  // dependency, a queue name over 47 characters (in step mode: a step whose
+  // index-form name is too long), a step with no queue in explicit mode, an
+  // invalid option or pattern.
   absl::Status Validate() const;
   // Validate(), plus: every step has a handler.
   absl::Status ValidateForWorker() const;
@@ -188,8 +208,11 @@ class Flow {
 
  private:
   Flow& Add(std::string slug, StepKind kind, StepSpec spec, Handler handler);
-  // The queue every step uses (see QueueMode).
-  std::string StepQueue() const;
+  // The queue of the step `slug` about to be added with `spec` (see
+  // QueueMode), or why it has none.
+  absl::StatusOr<std::string> StepQueue(std::string_view slug,
+                                        const StepSpec& spec) const;
+  absl::Status ValidateQueues() const;
 
   FlowShape shape_;
   std::string alias_;
