@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -73,7 +74,8 @@ class RolloutProcessTest : public ::testing::TestWithParam<std::string> {
       children_.push_back(
           Spawn(SLUICE_TEST_WORKER,
                 {"rollout", url_, "version=" + std::to_string(version),
-                 "worker_id=" + id, "concurrency=4", "delay_ms=20"}));
+                 "worker_id=" + id, "concurrency=4", "delay_ms=20",
+                 "gate=" + Gate()}));
       std::string line;
       ASSERT_TRUE(
           ReadLine(children_.back().out, absl::Now() + kDeadline, &line))
@@ -98,6 +100,9 @@ class RolloutProcessTest : public ::testing::TestWithParam<std::string> {
     }
     return ids;
   }
+
+  // Version 1's handlers wait until this file exists.
+  std::string Gate() const { return dir_ + "/activated"; }
 
   // The versions of "rollout" by slug.
   std::map<std::string, VersionInfo> Versions() {
@@ -136,8 +141,8 @@ TEST_P(RolloutProcessTest, VersionTwoActivatedMidFlight_RunsKeepTheirVersion) {
   ASSERT_FALSE(HasFatalFailure());
   ASSERT_TRUE(engine_->Activate("rollout", "rollout_v2", "rollout_v1").ok());
   const int64_t in_flight = Versions()["rollout_v1"].runs.started;
-  EXPECT_GT(in_flight, 0) << "activation came after every run ended; the "
-                             "test did not test a rollout";
+  EXPECT_EQ(in_flight, kRunsBefore) << "version 1's handlers are held";
+  std::ofstream(Gate()).put('\n');
   RecordProperty("v1_runs_in_flight_at_activation", std::to_string(in_flight));
   std::printf("version 1 runs in flight at activation: %lld of %d\n",
               static_cast<long long>(in_flight), kRunsBefore);

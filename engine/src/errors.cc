@@ -4,10 +4,10 @@
 #include <cstring>
 #include <string>
 
-#include "sluice/internal/strings.h"
 #include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice {
 namespace {
@@ -63,12 +63,12 @@ absl::Status ValidateRetryDelay(absl::Duration delay) {
   if (delay < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         StrCat("retry delay ", absl::FormatDuration(delay),
-                     " is negative; pass a duration of 0 or more"));
+               " is negative; pass a duration of 0 or more"));
   }
   if (delay > kMaxRetryDelay) {
-    return absl::InvalidArgumentError(
-        StrCat("retry delay ", absl::FormatDuration(delay),
-                     " is over the 7-day limit"));
+    return absl::InvalidArgumentError(StrCat("retry delay ",
+                                             absl::FormatDuration(delay),
+                                             " is over the 7-day limit"));
   }
   return absl::OkStatus();
 }

@@ -2,12 +2,12 @@
 // definitions differ.
 #include <string>
 
-#include "sluice/internal/strings.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "boost/json.hpp"
 #include "flow_shape_sharing.h"
 #include "sluice/flow.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice {
 namespace {
@@ -90,9 +90,8 @@ void CompareField(std::vector<std::string>& out, std::string_view owner,
                   std::string_view field, const T& here, const T& stored,
                   Describe describe) {
   if (here == stored) return;
-  out.push_back(StrCat(owner, field, " is ", describe(here),
-                             " here but ", describe(stored),
-                             " in the stored flow"));
+  out.push_back(StrCat(owner, field, " is ", describe(here), " here but ",
+                       describe(stored), " in the stored flow"));
 }
 
 }  // namespace
@@ -234,9 +233,8 @@ std::vector<std::string> FlowShape::DifferencesFrom(
                std::string(ToString(stored.queue_mode)), plain);
   CompareSharingOptions(*this, stored, out);
   if (steps.size() != stored.steps.size()) {
-    out.push_back(StrCat("the flow has ", steps.size(),
-                               " steps here but ", stored.steps.size(),
-                               " in the stored flow"));
+    out.push_back(StrCat("the flow has ", steps.size(), " steps here but ",
+                         stored.steps.size(), " in the stored flow"));
   }
   size_t common = std::min(steps.size(), stored.steps.size());
   for (size_t i = 0; i < common; ++i) {
@@ -244,17 +242,16 @@ std::vector<std::string> FlowShape::DifferencesFrom(
     const StepShape& b = stored.steps[i];
     std::string owner = StrCat("step ", i, " (\"", a.slug, "\"): ");
     if (a.slug != b.slug) {
-      out.push_back(StrCat("step ", i, " is \"", a.slug,
-                                 "\" here but \"", b.slug,
-                                 "\" in the stored flow"));
+      out.push_back(StrCat("step ", i, " is \"", a.slug, "\" here but \"",
+                           b.slug, "\" in the stored flow"));
     }
     CompareField(out, owner, "kind", std::string(ToString(a.kind)),
                  std::string(ToString(b.kind)), plain);
     auto deps = [](const std::vector<std::string>& d) {
       return StrCat("[", absl::StrJoin(d, ", "), "]");
     };
-    CompareField(out, owner, "depends_on", a.spec.depends_on,
-                 b.spec.depends_on, deps);
+    CompareField(out, owner, "depends_on", a.spec.depends_on, b.spec.depends_on,
+                 deps);
     CompareField(out, owner, "queue", a.queue_name, b.queue_name, plain);
     auto attempts = [](const std::optional<int>& v) {
       return v ? StrCat(*v) : std::string("unset");
@@ -276,18 +273,17 @@ std::vector<std::string> FlowShape::DifferencesFrom(
     CompareField(out, owner, "if_not", a.spec.if_not_pattern,
                  b.spec.if_not_pattern, DescribePattern);
     auto policy = [](Policy p) { return std::string(ToString(p)); };
-    CompareField(out, owner, "when_unmet", a.spec.when_unmet,
-                 b.spec.when_unmet, policy);
+    CompareField(out, owner, "when_unmet", a.spec.when_unmet, b.spec.when_unmet,
+                 policy);
     CompareField(out, owner, "when_exhausted", a.spec.when_exhausted,
                  b.spec.when_exhausted, policy);
   }
   for (size_t i = common; i < steps.size(); ++i) {
-    out.push_back(StrCat("step ", i, " (\"", steps[i].slug,
-                               "\") is new here"));
+    out.push_back(StrCat("step ", i, " (\"", steps[i].slug, "\") is new here"));
   }
   for (size_t i = common; i < stored.steps.size(); ++i) {
     out.push_back(StrCat("step ", i, " (\"", stored.steps[i].slug,
-                               "\") is missing here"));
+                         "\") is missing here"));
   }
   return out;
 }

@@ -203,7 +203,8 @@ absl::StatusOr<std::unique_ptr<Worker>> Engine::StartWorker(
   SLUICE_RETURN_IF_ERROR(ValidateWorkerOptions(options));
   for (const Flow& flow : plan.flows) {
     SLUICE_ASSIGN_OR_RETURN(Impl::Deployed deployed, impl_->DeployFlow(flow));
-    plan.generations.push_back(FlowGeneration{flow.slug(), deployed.generation});
+    plan.generations.push_back(
+        FlowGeneration{flow.slug(), deployed.generation});
   }
   return LaunchWorker(*this, std::move(plan), std::move(options));
 }

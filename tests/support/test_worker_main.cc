@@ -18,7 +18,8 @@
 //             priority; the claim time is the deadline minus the lease);
 //             hang_after=N as for fleet.
 //   rollout   version=1|2: serves RolloutV1 or RolloutV2 (alias "rollout");
-//             each handler sleeps delay_ms=N (default 20) and returns
+//             each handler waits until the file gate=PATH exists (if
+//             given), sleeps delay_ms=N (default 20) and returns
 //             {"v": VERSION, "n": n} (v2's "finish" passes "work"'s on).
 //   announce  writes "started RUN_ID" to stdout as each handler starts. It
 //             polls and heartbeats only once a minute and never sweeps, so
@@ -32,6 +33,7 @@
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -180,9 +182,16 @@ int main(int argc, char** argv) {
   } else if (mode == "rollout") {
     const int version = int_arg("version", 0);
     const absl::Duration delay = absl::Milliseconds(int_arg("delay_ms", 20));
-    auto work = [version, delay](const Json& in,
-                                 TaskContext&) -> absl::StatusOr<Json> {
-      absl::SleepFor(delay);  // simulated work, so runs stay in flight
+    const std::string gate = args["gate"];
+    auto work = [version, delay, gate](const Json& in,
+                                       TaskContext&) -> absl::StatusOr<Json> {
+      // Held until the test opens the gate, so runs are surely in flight.
+      absl::Time give_up = absl::Now() + absl::Minutes(1);
+      while (!gate.empty() && !std::filesystem::exists(gate)) {
+        if (absl::Now() > give_up) return absl::DeadlineExceededError(gate);
+        absl::SleepFor(absl::Milliseconds(5));
+      }
+      absl::SleepFor(delay);  // simulated work
       return boost::json::object{{"v", version}, {"n", in.at("run").at("n")}};
     };
     if (version == 1) {
