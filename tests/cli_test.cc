@@ -14,6 +14,7 @@
 #include "sluice/backends.h"
 #include "sluice/engine.h"
 #include "support/postgres_test_database.h"
+#include "support/store_test.h"
 
 namespace sluice::testing {
 namespace {
@@ -77,38 +78,13 @@ Flow ShopV2() {
   return flow;
 }
 
-class CliTest : public ::testing::TestWithParam<std::string> {
+class CliTest : public StoreTest {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/sluice-cli-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    if (GetParam() == "postgres") {
-      if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
-      absl::StatusOr<std::unique_ptr<TestDatabase>> database =
-          TestDatabase::Create();
-      ASSERT_TRUE(database.ok()) << database.status();
-      database_ = std::move(*database);
-      url_ = database_->url();
-    } else {
-      url_ = "sqlite:" + dir_ + "/cli.db";
-    }
-    absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url_);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
+    StoreTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
     ASSERT_TRUE(engine_->Deploy(ShopV1()).ok());
     ASSERT_TRUE(engine_->Deploy(ShopV2()).ok());  // inactive
-  }
-
-  void TearDown() override {
-    engine_.reset();
-    backend_.reset();
-    database_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
   }
 
   // Registers a live worker serving `steps` of `flow` on `queue`.
@@ -133,12 +109,6 @@ class CliTest : public ::testing::TestWithParam<std::string> {
     }
     return "";
   }
-
-  std::string dir_;
-  std::string url_;
-  std::unique_ptr<TestDatabase> database_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Engine> engine_;
 };
 
 TEST_P(CliTest, Versions_ListsEachVersionWithActiveMarkerAndRunCounts) {

@@ -23,6 +23,7 @@
 #include "sluice/engine.h"
 #include "support/child_process.h"
 #include "support/postgres_test_database.h"
+#include "support/store_test.h"
 #include "support/test_flows.h"
 
 namespace sluice::testing {
@@ -89,41 +90,8 @@ std::vector<Planned> Plan(absl::Time now) {
   return plan;
 }
 
-class JobsProcessTest : public ::testing::TestWithParam<std::string> {
+class JobsProcessTest : public StoreTest {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/sluice-jobs-process-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    if (GetParam() == "postgres") {
-      if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
-      absl::StatusOr<std::unique_ptr<TestDatabase>> database =
-          TestDatabase::Create();
-      ASSERT_TRUE(database.ok()) << database.status();
-      database_ = std::move(*database);
-      url_ = database_->url();
-    } else {
-      url_ = "sqlite:" + dir_ + "/jobs.db";
-    }
-    absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url_);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
-  }
-
-  void TearDown() override {
-    for (Child& child : children_) {
-      if (child.pid > 0) KillAndReap(child, SIGKILL);
-    }
-    engine_.reset();
-    backend_.reset();
-    database_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-
   Child* StartWorkerProcess(const std::string& id, int hang_after) {
     std::vector<std::string> args = {"jobs", url_, "worker_id=" + id,
                                      "log=" + dir_ + "/" + id + ".log"};
@@ -138,13 +106,6 @@ class JobsProcessTest : public ::testing::TestWithParam<std::string> {
     EXPECT_EQ(line, "ready");
     return child;
   }
-
-  std::string dir_;
-  std::string url_;
-  std::unique_ptr<TestDatabase> database_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Engine> engine_;
-  std::deque<Child> children_;  // killed in TearDown if still running
 };
 
 TEST_P(JobsProcessTest, TenThousandJobs_OneWorkerKilled_EachRunsOncePerRule) {

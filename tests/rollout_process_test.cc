@@ -24,6 +24,7 @@
 #include "sluice/engine.h"
 #include "support/child_process.h"
 #include "support/postgres_test_database.h"
+#include "support/store_test.h"
 #include "support/test_flows.h"
 
 namespace sluice::testing {
@@ -33,41 +34,8 @@ constexpr int kRunsBefore = 500;  // started on version 1, then in flight
 constexpr int kRunsAfter = 100;   // started once version 2 is active
 constexpr absl::Duration kDeadline = absl::Seconds(60);
 
-class RolloutProcessTest : public ::testing::TestWithParam<std::string> {
+class RolloutProcessTest : public StoreTest {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/sluice-rollout-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    dir_ = dir;
-    if (GetParam() == "postgres") {
-      if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
-      absl::StatusOr<std::unique_ptr<TestDatabase>> database =
-          TestDatabase::Create();
-      ASSERT_TRUE(database.ok()) << database.status();
-      database_ = std::move(*database);
-      url_ = database_->url();
-    } else {
-      url_ = "sqlite:" + dir_ + "/rollout.db";
-    }
-    absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url_);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
-    ASSERT_TRUE(engine.ok()) << engine.status();
-    engine_ = std::move(*engine);
-  }
-
-  void TearDown() override {
-    for (Child& child : children_) {
-      if (child.pid > 0) KillAndReap(child, SIGKILL);
-    }
-    engine_.reset();
-    backend_.reset();
-    database_.reset();
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-
   void StartWorkers(int version, int count) {
     for (int i = 0; i < count; ++i) {
       std::string id = "v" + std::to_string(version) + "_" + std::to_string(i);
@@ -114,13 +82,6 @@ class RolloutProcessTest : public ::testing::TestWithParam<std::string> {
     for (const VersionInfo& v : *versions) by_slug[v.slug] = v;
     return by_slug;
   }
-
-  std::string dir_;
-  std::string url_;
-  std::unique_ptr<TestDatabase> database_;
-  std::unique_ptr<Backend> backend_;
-  std::unique_ptr<Engine> engine_;
-  std::deque<Child> children_;  // killed in TearDown if still running
 };
 
 TEST_P(RolloutProcessTest, VersionTwoActivatedMidFlight_RunsKeepTheirVersion) {
