@@ -15,12 +15,6 @@
 namespace sluice {
 namespace {
 
-// A flow whose alias has no row is its own active version: rows written
-// before aliases existed, and an empty alias, mean the slug itself.
-std::string AliasOf(const FlowRecord& flow) {
-  return flow.alias.empty() ? flow.slug : flow.alias;
-}
-
 // The stored flows that are the active version of their alias, with the
 // alias each belongs to.
 absl::StatusOr<std::vector<std::pair<std::string, FlowShape>>> ActiveFlows(

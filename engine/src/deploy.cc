@@ -20,11 +20,6 @@
 namespace sluice {
 namespace {
 
-// A stored flow's alias (rows from before aliases have none: the slug).
-std::string AliasOf(const FlowRecord& record) {
-  return record.alias.empty() ? record.slug : record.alias;
-}
-
 absl::Status CheckMembership(const Flow& flow, const FlowRecord& stored) {
   std::string stored_alias = AliasOf(stored);
   if (stored_alias == flow.alias()) return absl::OkStatus();

@@ -42,6 +42,12 @@ class FlowLookup {
   std::shared_ptr<const CompiledFlow> last_;
 };
 
+// A stored flow's alias; rows written before aliases existed have none,
+// which means the slug itself.
+inline const std::string& AliasOf(const FlowRecord& flow) {
+  return flow.alias.empty() ? flow.slug : flow.alias;
+}
+
 // Deletes runs (DeleteRuns) and the dedupe entries that name them.
 absl::Status DeleteRunsAndKeys(Transaction& tx,
                                std::span<const RunRecord> runs);

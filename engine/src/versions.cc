@@ -19,10 +19,6 @@
 namespace sluice {
 namespace {
 
-std::string AliasOf(const FlowRecord& record) {
-  return record.alias.empty() ? record.slug : record.alias;
-}
-
 absl::Status UnknownAlias(std::string_view alias) {
   return absl::NotFoundError(
       StrCat("alias \"", alias,
