@@ -6,7 +6,9 @@
 # libFuzzer targets (scripts/fuzz.sh) and the ThreadSanitizer build
 # (scripts/tsan.sh); ccache, when present, speeds rebuilds. The TSan build
 # compiles Debian's own Abseil source with -fsanitize=thread, so this adds a
-# deb-src entry for bookworm and installs dpkg-dev (dpkg-source).
+# deb-src entry for bookworm and installs dpkg-dev (dpkg-source). CLI11 parses
+# the CLI's arguments, cpp-httplib serves the admin listener, and
+# python3-croniter is the reference the cron parser is tested against.
 set -euo pipefail
 
 packages=(
@@ -16,6 +18,7 @@ packages=(
   libabsl-dev libboost1.81-dev libboost-json1.81-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 ccache dpkg-dev
+  libcli11-dev libcpp-httplib-dev python3-croniter
 )
 
 sudo=""
