@@ -311,6 +311,9 @@ absl::StatusOr<QueueCounts> MemoryTransaction::CountTasks(
         case TaskStatus::kSkipped:
           ++counts.skipped;
           break;
+        case TaskStatus::kWaiting:
+          ++counts.parked;
+          break;
         case TaskStatus::kCancelled:
           ++counts.cancelled;
           break;

@@ -78,6 +78,9 @@ absl::StatusOr<QueueCounts> PgTables::CountTasks(std::string_view queue,
       case TaskStatus::kSkipped:
         counts.skipped += total;
         break;
+      case TaskStatus::kWaiting:
+        counts.parked += total;
+        break;
     }
   }
   return counts;

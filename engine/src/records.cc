@@ -43,14 +43,22 @@ constexpr std::array<std::pair<StepStatus, std::string_view>, 6> kStepStatuses{{
     {StepStatus::kSkipped, "skipped"},
     {StepStatus::kCancelled, "cancelled"},
 }};
-constexpr std::array<std::pair<TaskStatus, std::string_view>, 6> kTaskStatuses{{
+constexpr std::array<std::pair<TaskStatus, std::string_view>, 7> kTaskStatuses{{
     {TaskStatus::kQueued, "queued"},
     {TaskStatus::kStarted, "started"},
     {TaskStatus::kCompleted, "completed"},
     {TaskStatus::kFailed, "failed"},
     {TaskStatus::kSkipped, "skipped"},
     {TaskStatus::kCancelled, "cancelled"},
+    {TaskStatus::kWaiting, "waiting"},
 }};
+constexpr std::array<std::pair<ChildStatus, std::string_view>, 4>
+    kChildStatuses{{
+        {ChildStatus::kPending, "pending"},
+        {ChildStatus::kCompleted, "completed"},
+        {ChildStatus::kFailed, "failed"},
+        {ChildStatus::kCancelled, "cancelled"},
+    }};
 constexpr std::array<std::pair<SkipReason, std::string_view>, 4> kSkipReasons{{
     {SkipReason::kNone, ""},
     {SkipReason::kConditionUnmet, "condition_unmet"},
@@ -79,6 +87,7 @@ std::string_view ToString(RunStatus s) { return NameOf(kRunStatuses, s); }
 std::string_view ToString(StepStatus s) { return NameOf(kStepStatuses, s); }
 std::string_view ToString(TaskStatus s) { return NameOf(kTaskStatuses, s); }
 std::string_view ToString(SkipReason r) { return NameOf(kSkipReasons, r); }
+std::string_view ToString(ChildStatus s) { return NameOf(kChildStatuses, s); }
 std::string_view ToString(ReportKind k) { return NameOf(kReportKinds, k); }
 std::string_view ToString(AttemptOutcome o) {
   return NameOf(kAttemptOutcomes, o);
@@ -86,6 +95,9 @@ std::string_view ToString(AttemptOutcome o) {
 
 absl::StatusOr<RunStatus> ParseRunStatus(std::string_view text) {
   return ParseName(kRunStatuses, text, "run status");
+}
+absl::StatusOr<ChildStatus> ParseChildStatus(std::string_view text) {
+  return ParseName(kChildStatuses, text, "child status");
 }
 absl::StatusOr<StepStatus> ParseStepStatus(std::string_view text) {
   return ParseName(kStepStatuses, text, "step status");

@@ -137,6 +137,11 @@ struct MessageLocation {
   MessageRecord message;
 };
 
+// What a backend that does not offer fan-out returns from its methods.
+inline absl::Status FanOutUnimplemented() {
+  return absl::UnimplementedError("this backend does not offer fan-out yet");
+}
+
 class Transaction {
  public:
   virtual ~Transaction() = default;  // rolls back unless committed
@@ -262,8 +267,8 @@ class Transaction {
   // per update, whether it applied.
   virtual absl::StatusOr<std::vector<bool>> UpdateTasks(
       std::span<TaskUpdate> updates) = 0;
-  // The queued and started tasks of a run (of one step if `step_index` is
-  // set), by step then task index.
+  // The queued, started and waiting tasks of a run (of one step if `step_index`
+  // is set), by step then task index.
   virtual absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index, Fields fields) = 0;
   // All tasks of a run, by step then task index.
@@ -325,6 +330,94 @@ class Transaction {
       absl::Time created_before, int limit) = 0;
   virtual absl::StatusOr<int64_t> CountReports() = 0;
 
+  // --- Fan-out children -----------------------------------------------------
+  // Links live in the parent's store, child reports in the child's store
+  // (see ChildLinkRecord, ChildReport). The default bodies let a backend
+  // that does not offer fan-out still build; the engine refuses fan-out on
+  // it (kUnimplemented).
+
+  // May move from `links`. kNotFound if a parent task does not exist;
+  // kAlreadyExists if a (parent, child_index) exists.
+  virtual absl::Status InsertChildLinks(std::span<ChildLinkRecord> links) {
+    (void)links;
+    return FanOutUnimplemented();
+  }
+  // The links of `parent` in child_index order (empty if none).
+  virtual absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
+      const TaskKey& parent, Fields fields) {
+    (void)parent;
+    (void)fields;
+    return FanOutUnimplemented();
+  }
+  // The links of `parent` by status.
+  virtual absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent) {
+    (void)parent;
+    return FanOutUnimplemented();
+  }
+  // Applies each settlement whose link exists and is still pending (status,
+  // output, error, cascaded); may move from `settlements`. Returns, per
+  // settlement, whether it applied. A repeated (parent, child_index) in one
+  // call applies only its first occurrence. Locks the links it applies.
+  virtual absl::StatusOr<std::vector<bool>> SettleChildLinks(
+      std::span<ChildSettlement> settlements) {
+    (void)settlements;
+    return FanOutUnimplemented();
+  }
+  // Every pending link of `parent` becomes kCancelled with cascaded = false
+  // and `error`; returns how many.
+  virtual absl::StatusOr<int64_t> CancelPendingChildLinks(
+      const TaskKey& parent, std::string_view error) {
+    (void)parent;
+    (void)error;
+    return FanOutUnimplemented();
+  }
+  // Up to `limit` pending links whose pending_since is before
+  // `pending_before`, oldest first; sets their pending_since to `now` (so
+  // full pages rotate across sweeps). Skips links other transactions hold.
+  virtual absl::StatusOr<std::vector<ChildLinkRecord>> TakeStaleChildLinks(
+      absl::Time pending_before, absl::Time now, int limit) {
+    (void)pending_before;
+    (void)now;
+    (void)limit;
+    return FanOutUnimplemented();
+  }
+  // Up to `limit` cancelled links with cascaded = false (a cancel still owed
+  // to the child), under a parent in any state.
+  virtual absl::StatusOr<std::vector<ChildLinkRecord>> FindUncascadedChildLinks(
+      int limit) {
+    (void)limit;
+    return FanOutUnimplemented();
+  }
+  // Sets cascaded on these links; unknown links are skipped.
+  virtual absl::Status MarkChildLinksCascaded(
+      std::span<const ChildLinkRecord> links) {
+    (void)links;
+    return FanOutUnimplemented();
+  }
+  // Appends child reports (to this, the child's, store); returns the ids
+  // assigned, in order (increasing).
+  virtual absl::StatusOr<std::vector<int64_t>> AppendChildReports(
+      std::span<const ChildReport> reports) {
+    (void)reports;
+    return FanOutUnimplemented();
+  }
+  // Up to `limit` child reports with ids greater than `after_id`, by id,
+  // without deleting them (the relay deletes after applying elsewhere).
+  virtual absl::StatusOr<std::vector<ChildReport>> PeekChildReports(
+      int64_t after_id, int limit) {
+    (void)after_id;
+    (void)limit;
+    return FanOutUnimplemented();
+  }
+  // Deletes child reports; unknown ids are skipped.
+  virtual absl::Status DeleteChildReports(std::span<const int64_t> report_ids) {
+    (void)report_ids;
+    return FanOutUnimplemented();
+  }
+  virtual absl::StatusOr<int64_t> CountChildReports() {
+    return FanOutUnimplemented();
+  }
+
   // --- Queues (pgmq semantics) -------------------------------------------
   // kNotFound for a queue that does not exist.
 
@@ -383,7 +476,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 5;
+  static constexpr int kInterfaceVersion = 6;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -41,7 +41,10 @@ enum class TaskStatus {
   kCompleted,
   kFailed,
   kSkipped,
-  kCancelled
+  kCancelled,
+  // Parked: its handler fanned out and it waits for its children. Holds no
+  // lease and no visible message; stall recovery leaves it alone.
+  kWaiting,
 };
 enum class SkipReason {
   kNone,
@@ -241,6 +244,7 @@ struct QueueCounts {
   int64_t failed = 0;
   int64_t cancelled = 0;
   int64_t skipped = 0;
+  int64_t parked = 0;  // waiting for fan-out children
 };
 
 // What happened to a task, for report application.
@@ -260,6 +264,76 @@ struct OutboxReport {
   TaskKey task;
   std::string flow_slug;
   ReportKind kind = ReportKind::kCompleted;
+  absl::Time created_at;
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
+};
+
+// --- Fan-out children -------------------------------------------------------
+// See docs/decisions/0028-fan-out-children.md.
+
+// Where one child of a fanned-out task stands, as its parent's store records
+// it. Only kPending moves (to one of the others, once).
+enum class ChildStatus { kPending, kCompleted, kFailed, kCancelled };
+std::string_view ToString(ChildStatus status);
+absl::StatusOr<ChildStatus> ParseChildStatus(std::string_view text);
+
+// One child of a parked (kWaiting) parent task: a dependency row in the
+// PARENT's store, one per child, keyed by (parent, child_index).
+struct ChildLinkRecord {
+  TaskKey parent;
+  int child_index = 0;  // the child's position in the FanOut, from 0
+  // The store the child lives in (EngineOptions' store key); empty: the
+  // parent's own store.
+  std::string child_store;
+  RunId child_run_id;  // deterministic: derived from (parent, child_index)
+  ChildStatus status = ChildStatus::kPending;
+  std::optional<Json> output;  // the child's output once completed
+  std::string error;           // why it failed or was cancelled
+  // True when no cancel is owed to the child: it reported its own outcome,
+  // or the cascade delivered the cancel.
+  bool cascaded = false;
+  // Pending since (re-armed each time the sweeper looks at the row).
+  absl::Time pending_since;
+  // The full child request (flow or job name, payload, options), opaque to
+  // backends, so the sweeper can re-create a missing child from this row.
+  Json spec;
+  // Empty when every field decoded; else what did not, and why.
+  std::string unreadable;
+};
+
+// A pending child's outcome, applied to its link only while it is pending.
+struct ChildSettlement {
+  TaskKey parent;
+  int child_index = 0;
+  ChildStatus outcome = ChildStatus::kCompleted;  // not kPending
+  std::optional<Json> output;
+  std::string error;
+  bool cascaded = true;  // false when the parent's side cancels the child
+};
+
+// The links of one parent task by status.
+struct ChildCounts {
+  int64_t pending = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;
+  int64_t cancelled = 0;
+
+  int64_t total() const { return pending + completed + failed + cancelled; }
+};
+
+// A child run's terminal transition, written to the CHILD's store in the
+// same transaction as the transition; the relay applies it to the parent's
+// store and then deletes it.
+struct ChildReport {
+  int64_t report_id = 0;     // assigned by the backend, increasing
+  std::string parent_store;  // empty: the child's own store
+  TaskKey parent;
+  int child_index = 0;
+  RunId child_run_id;
+  ChildStatus outcome = ChildStatus::kCompleted;  // not kPending
+  std::optional<Json> output;
+  std::string error;
   absl::Time created_at;
   // Empty when every field decoded; else what did not, and why.
   std::string unreadable;
