@@ -10,7 +10,8 @@
 # WORK_DIR/build is a plain (no sanitizer) Debug build of the libraries and
 # the sluice program, kept between runs so that a rerun only rebuilds what
 # changed (and a first run reuses ccache). SLUICE_INSTALL_TEST_FRESH=1 starts
-# it over. The prefix and the examples build are new every run.
+# it over. The prefix (WORK_DIR/prefix) and the examples build are new every
+# run.
 # SLUICE_INSTALL_TEST_CMAKE_ARGS adds configure options to that build (for
 # example -DBUILD_SHARED_LIBS=ON, with another WORK_DIR).
 set -euo pipefail
@@ -20,9 +21,12 @@ cxx=$3
 launcher=${4:-}
 jobs=${SLUICE_INSTALL_TEST_JOBS:-2}
 
-mkdir -p "$work"
-prefix=$(mktemp -d "${TMPDIR:-/tmp}/sluice-prefix.XXXXXX")
-trap 'rm -rf "$prefix"' EXIT
+# The prefix is emptied at the start and removed after a pass (a failure
+# leaves it to look at). Its path stays the same between runs, so the
+# compiler commands below do too, and ccache can answer them.
+prefix="$work/prefix"
+rm -rf "$prefix"
+mkdir -p "$prefix"
 read -r -a extra_args <<<"${SLUICE_INSTALL_TEST_CMAKE_ARGS:-}"
 launcher_args=()
 if [ -n "$launcher" ]; then
@@ -40,6 +44,11 @@ cmake --build "$work/build" -j "$jobs" --target sluice
 step "installing into $prefix"
 cmake --install "$work/build" --prefix "$prefix" >/dev/null
 test -x "$prefix/bin/sluice" || { echo "install_test: no bin/sluice" >&2; exit 1; }
+# With shared libraries, the installed program finds them by its RPATH.
+if ldd "$prefix/bin/sluice" | grep 'not found'; then
+  echo "install_test: bin/sluice does not find its libraries" >&2
+  exit 1
+fi
 for config in SluiceConfig.cmake SluiceConfigVersion.cmake SluiceTargets.cmake; do
   if [ -z "$(find "$prefix" -name "$config")" ]; then
     echo "install_test: no $config installed" >&2
@@ -95,4 +104,5 @@ PROGRAM
 $launcher "$cxx" -std=c++20 "$program" -o "$work/pkg_config_check" \
   $(pkg-config --cflags --libs sluice)
 "$work/pkg_config_check" "$version"
+rm -rf "$prefix"
 step "passed"
