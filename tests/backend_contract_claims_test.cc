@@ -51,7 +51,10 @@ std::string Describe(const QueueCounts& c) {
   return StrCat("waiting=", c.waiting, " delayed=", c.delayed,
                 " active=", c.active, " completed=", c.completed,
                 " failed=", c.failed, " cancelled=", c.cancelled,
-                " skipped=", c.skipped);
+                " skipped=", c.skipped, " oldest_waiting_since=",
+                c.oldest_waiting_since
+                    ? absl::FormatTime(*c.oldest_waiting_since)
+                    : std::string("none"));
 }
 
 // --- Claim order -------------------------------------------------------------
@@ -221,9 +224,10 @@ TEST_P(ClaimContractTest, NextVisibleAt_UnknownQueue_FailsWithNotFound) {
 TEST_P(ClaimContractTest, CountTasks_CountsTheQueuesTasksByStateAtNow) {
   SeedRun();
   CreateQueue("other");
+  CreateQueue("empty");
   const std::vector<int64_t> ids =
-      Send({Message(0), Message(1, At(10)), Message(2, At(30)), Message(3),
-            Message(4), Message(5), Message(6)});
+      Send({Message(0, At(2)), Message(1, At(10)), Message(2, At(30)),
+            Message(3), Message(4), Message(5), Message(6)});
   const std::vector<int64_t> other = Send({Message(7)}, kT0, "other");
   auto ended = [&](int index, TaskStatus status) {
     TaskRecord task = MakeTask(1, 0, index, ids[index]);
@@ -241,23 +245,35 @@ TEST_P(ClaimContractTest, CountTasks_CountsTheQueuesTasksByStateAtNow) {
          MakeTask(1, 1, 0, other[0], "other")})));
   });
   std::unique_ptr<Transaction> tx = Begin();
+  // At 1 only the ended tasks' and the started task's messages are visible.
   EXPECT_EQ(Describe(ValueOf(tx->CountTasks("greet", At(1)))),
+            Describe({.delayed = 2,
+                      .active = 1,
+                      .completed = 1,
+                      .failed = 1,
+                      .cancelled = 1,
+                      .skipped = 1}));
+  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("greet", At(3)))),
             Describe({.waiting = 1,
                       .delayed = 1,
                       .active = 1,
                       .completed = 1,
                       .failed = 1,
                       .cancelled = 1,
-                      .skipped = 1}));
+                      .skipped = 1,
+                      .oldest_waiting_since = At(2)}));
+  // The oldest waiting task is the one visible first, not the last to wait.
   EXPECT_EQ(Describe(ValueOf(tx->CountTasks("greet", At(10)))),
             Describe({.waiting = 2,
                       .active = 1,
                       .completed = 1,
                       .failed = 1,
                       .cancelled = 1,
-                      .skipped = 1}));
+                      .skipped = 1,
+                      .oldest_waiting_since = At(2)}));
   EXPECT_EQ(Describe(ValueOf(tx->CountTasks("other", At(1)))),
-            Describe({.waiting = 1}));
+            Describe({.waiting = 1, .oldest_waiting_since = kT0}));
+  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("empty", At(1)))), Describe({}));
 }
 
 }  // namespace

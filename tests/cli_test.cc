@@ -1,11 +1,9 @@
 // The `sluice` program's rollout commands, run as a real process against a
 // database this test prepares: `versions`, `activate --expect` and
 // `coverage`, their output and their exit codes (tools/cli.h). On SQLite,
-// and on Postgres when SLUICE_TEST_POSTGRES_URL is set.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <filesystem>
+// and on Postgres when SLUICE_TEST_POSTGRES_URL is set. The older
+// `--backend URL` spelling is used here; the other CLI tests use the
+// positional URL.
 #include <string>
 #include <vector>
 
@@ -13,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
+#include "support/cli_runner.h"
 #include "support/postgres_test_database.h"
 #include "support/store_test.h"
 
@@ -21,50 +20,6 @@ namespace {
 
 using ::testing::HasSubstr;
 using ::testing::Not;
-
-struct CliResult {
-  int exit_code = -1;
-  std::string output;  // stdout and stderr, interleaved
-};
-
-// Runs the sluice binary with `args` and waits for it.
-CliResult RunCli(std::vector<std::string> args) {
-  int pipe_fds[2];
-  EXPECT_EQ(pipe(pipe_fds), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    dup2(pipe_fds[1], STDOUT_FILENO);
-    dup2(pipe_fds[1], STDERR_FILENO);
-    close(pipe_fds[0]);
-    std::string program = SLUICE_CLI;
-    std::vector<char*> argv = {program.data()};
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    execv(program.c_str(), argv.data());
-    _exit(127);
-  }
-  close(pipe_fds[1]);
-  CliResult result;
-  char buffer[4096];
-  for (ssize_t n; (n = read(pipe_fds[0], buffer, sizeof(buffer))) > 0;) {
-    result.output.append(buffer, n);
-  }
-  close(pipe_fds[0]);
-  int status = 0;
-  EXPECT_EQ(waitpid(pid, &status, 0), pid);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
-}
-
-// The line of `text` that contains `part`, or "".
-std::string LineWith(const std::string& text, const std::string& part) {
-  size_t at = text.find(part);
-  if (at == std::string::npos) return "";
-  size_t begin = text.rfind('\n', at);
-  begin = begin == std::string::npos ? 0 : begin + 1;
-  size_t end = text.find('\n', at);
-  return text.substr(begin, end == std::string::npos ? end : end - begin);
-}
 
 Flow ShopV1() {
   Flow flow("shop_v1");
@@ -154,10 +109,10 @@ TEST_P(CliTest, Activate_StaleExpectation_FailsAndChangesNothing) {
   EXPECT_EQ(ActiveSlug(), "shop_v1");
 }
 
-TEST_P(CliTest, Activate_WithoutExpect_IsRefused) {
+TEST_P(CliTest, Activate_WithoutExpect_IsAUsageError) {
   CliResult r = RunCli({"activate", "--backend", url_, "shop", "shop_v2"});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--expect CURRENT"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.err, HasSubstr("--expect is required"));
   EXPECT_EQ(ActiveSlug(), "shop_v1");
 }
 
@@ -183,10 +138,41 @@ TEST_P(CliTest, Coverage_EveryStepServed_ExitsZero) {
   EXPECT_THAT(r.output, Not(HasSubstr("UNSERVED")));
 }
 
-TEST_P(CliTest, Coverage_BadLiveness_IsRefused) {
+TEST_P(CliTest, Coverage_BadLiveness_IsAUsageError) {
   CliResult r = RunCli({"coverage", "--backend", url_, "--liveness", "soon"});
-  EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_THAT(r.output, HasSubstr("--liveness \"soon\""));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_THAT(r.err, HasSubstr("--liveness"));
+  EXPECT_THAT(r.err, HasSubstr("\"soon\" is not a positive age"));
+}
+
+TEST_P(CliTest, Coverage_Json_ListsQueuesStepsAndUnservedCount) {
+  PutWorker("payer", "shop_v1", "shop_v1", {"pay"});
+  CliResult r = RunCli({"coverage", url_, "--json"});
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  boost::json::value json = ParseCliJson(r);
+  ASSERT_TRUE(json.is_object()) << r.out;
+  EXPECT_EQ(json.at("steps"), 2);
+  EXPECT_EQ(json.at("unserved"), 1);
+  const boost::json::array& queues = json.at("queues").as_array();
+  ASSERT_EQ(queues.size(), 1u);
+  EXPECT_EQ(queues[0].at("queue"), "shop_v1");
+  EXPECT_EQ(queues[0].at("live_workers"), 1);
+  EXPECT_EQ(queues[0].at("steps").at(1).at("step"), "ship");
+  EXPECT_EQ(queues[0].at("steps").at(1).at("live_workers"), 0);
+}
+
+TEST_P(CliTest, Versions_Json_MarksTheActiveVersion) {
+  CliResult r = RunCli({"versions", url_, "shop", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  boost::json::value json = ParseCliJson(r);
+  ASSERT_TRUE(json.is_object()) << r.out;
+  EXPECT_EQ(json.at("alias"), "shop");
+  const boost::json::array& versions = json.at("versions").as_array();
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0].at("slug"), "shop_v1");
+  EXPECT_EQ(versions[0].at("active"), true);
+  EXPECT_EQ(versions[1].at("active"), false);
+  EXPECT_EQ(versions[1].at("runs").at("started"), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, CliTest,

@@ -297,6 +297,11 @@ absl::StatusOr<QueueCounts> MemoryTransaction::CountTasks(
                                   : messages->VisibleAtOf(task.message_id);
           ++(visible_at.has_value() && *visible_at > now ? counts.delayed
                                                          : counts.waiting);
+          if (visible_at.has_value() && *visible_at <= now &&
+              (!counts.oldest_waiting_since ||
+               *visible_at < *counts.oldest_waiting_since)) {
+            counts.oldest_waiting_since = visible_at;
+          }
           break;
         }
         case TaskStatus::kStarted:

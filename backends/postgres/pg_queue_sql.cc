@@ -95,7 +95,8 @@ QueueSql::QueueSql(std::string_view queue) {
   // A queued task is delayed while its message is not yet visible.
   count_tasks = StrCat(
       "SELECT t.status, count(*) FILTER (WHERE m.vt > $2::timestamptz), "
-      "count(*) FROM sluice.tasks AS t LEFT JOIN ",
+      "count(*), min(m.vt) FILTER (WHERE m.vt <= $2::timestamptz) "
+      "FROM sluice.tasks AS t LEFT JOIN ",
       live,
       " AS m ON t.status = 'queued' AND m.msg_id = t.message_id "
       "WHERE t.queue_name = $1 GROUP BY t.status");

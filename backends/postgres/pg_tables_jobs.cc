@@ -54,6 +54,7 @@ absl::StatusOr<QueueCounts> PgTables::CountTasks(std::string_view queue,
     const std::string status = row.Text();
     const int64_t delayed = row.Int();
     const int64_t total = row.Int();
+    const std::optional<absl::Time> oldest_visible = row.OptionalTime();
     SLUICE_RETURN_IF_ERROR(row.status());
     absl::StatusOr<TaskStatus> parsed = ParseTaskStatus(status);
     // A status this build does not know counts nowhere.
@@ -62,6 +63,7 @@ absl::StatusOr<QueueCounts> PgTables::CountTasks(std::string_view queue,
       case TaskStatus::kQueued:
         counts.delayed += delayed;
         counts.waiting += total - delayed;
+        counts.oldest_waiting_since = oldest_visible;
         break;
       case TaskStatus::kStarted:
         counts.active += total;

@@ -342,7 +342,9 @@ inline constexpr std::string_view kCountTasks =
     "sum(t.status = 'queued' AND (m.visible_at IS NULL OR m.visible_at > ?2)), "
     "sum(t.status = 'started'), sum(t.status = 'completed'), "
     "sum(t.status = 'failed'), sum(t.status = 'cancelled'), "
-    "sum(t.status = 'skipped') FROM tasks AS t LEFT JOIN messages AS m "
+    "sum(t.status = 'skipped'), "
+    "min(CASE WHEN t.status = 'queued' AND m.visible_at <= ?2 "
+    "THEN m.visible_at END) FROM tasks AS t LEFT JOIN messages AS m "
     "ON t.status = 'queued' AND m.queue_name = t.queue_name "
     "AND m.message_id = t.message_id WHERE t.queue_name = ?1";
 

@@ -129,6 +129,14 @@ struct QueueState {
   QueueCounts counts;
 };
 
+// A registered queue for operators (`sluice status`): its state and counts
+// (QueueCounts::oldest_waiting_since says how long its oldest waiting task
+// has waited) and the live workers registered on it.
+struct QueueStatus {
+  QueueState state;
+  int live_workers = 0;
+};
+
 // What a heartbeat learned about one lease.
 enum class LeaseState {
   kOwned,            // extended
@@ -450,6 +458,18 @@ class Engine {
   // name order.
   absl::StatusOr<std::vector<QueueCoverage>> Coverage(
       absl::Duration liveness = absl::Seconds(30));
+
+  // --- Operator views -----------------------------------------------------
+
+  // Every registered queue, by name, with its counts at the engine clock's
+  // now, paused flag and live workers (not stopped, heartbeated within
+  // `liveness`, which must be positive). Read in one transaction.
+  absl::StatusOr<std::vector<QueueStatus>> ListQueueStatus(
+      absl::Duration liveness = absl::Seconds(30));
+  // How many ended runs finished before `finished_before`: what PruneRuns
+  // with that cutoff would delete, counted a page per transaction without
+  // reading payloads (a progress total; runs may end or go meanwhile).
+  absl::StatusOr<int64_t> CountPrunableRuns(absl::Time finished_before);
 
   // Wakes workers idle on `queue` (all queues if empty).
   void Wake(std::string_view queue = "");

@@ -245,6 +245,10 @@ struct QueueCounts {
   int64_t cancelled = 0;
   int64_t skipped = 0;
   int64_t parked = 0;  // waiting for fan-out children
+  // The earliest time a waiting task's message became visible: since when
+  // the queue's longest-waiting claimable task has waited. Unset when none
+  // waits.
+  std::optional<absl::Time> oldest_waiting_since;
 };
 
 // What happened to a task, for report application.
