@@ -100,6 +100,17 @@ absl::Status CheckGenerations(Transaction& tx, const ClaimRequest& request) {
   return absl::OkStatus();
 }
 
+void CountClaimed(MetricsRegistry& metrics, std::string_view queue,
+                  const std::vector<ClaimedTask>& claimed) {
+  if (claimed.empty()) return;
+  StepTally tally;
+  for (const ClaimedTask& task : claimed) {
+    ++tally.For(task.flow_slug, task.step_slug).claimed;
+  }
+  metrics.AddTasks(tally);
+  metrics.CountClaim(queue, static_cast<int64_t>(claimed.size()));
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
@@ -294,6 +305,7 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
     SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
   }
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  CountClaimed(impl_->metrics(), request.queue, claimed);
   // The push path; the reconcile path catches them if this fails.
   if (absl::Status applied = ApplyReports(report_ids); !applied.ok()) {
     impl_->Log(LogLevel::kWarning,

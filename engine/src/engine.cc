@@ -132,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Transaction>> Engine::Impl::Begin() {
 absl::Status Engine::Impl::Commit(Transaction& tx, TransactionEffects effects) {
   SLUICE_RETURN_IF_ERROR(events_.CommitAndPublish([&tx] { return tx.Commit(); },
                                                   std::move(effects.events)));
+  if (!effects.runs.empty()) metrics_.AddRuns(effects.runs);
   for (const std::string& queue : effects.queues_to_wake) {
     signals_.Notify(queue);
   }
@@ -239,8 +240,12 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
   WriteBatch writes;
   TransactionEffects effects;
   RunProgress::Context context{
-      *tx, *flow, now, writes,
-      impl_->wants_events() ? &effects.events : nullptr};
+      *tx,
+      *flow,
+      now,
+      writes,
+      impl_->wants_events() ? &effects.events : nullptr,
+      &effects.runs};
   std::vector<RunId> ids;
   ids.reserve(inputs.size());
   for (const Json& input : inputs) {

@@ -15,6 +15,7 @@
 #include "absl/synchronization/mutex.h"
 #include "compiled_flow.h"
 #include "event_publisher.h"
+#include "metrics_registry.h"
 #include "queue_signals.h"
 #include "sluice/backend.h"
 #include "sluice/engine.h"
@@ -27,6 +28,8 @@ namespace sluice {
 struct TransactionEffects {
   std::vector<Event> events;
   absl::flat_hash_set<std::string> queues_to_wake;
+  // Runs started and ended, counted in the metrics once committed.
+  RunTally runs;
 };
 
 // Remembers the last flow looked up, so a batch of tasks of one flow costs
@@ -62,6 +65,7 @@ class Engine::Impl {
   absl::Time Now() const { return options_.clock->Now(); }
   EventPublisher& events() { return events_; }
   QueueSignals& signals() { return signals_; }
+  MetricsRegistry& metrics() { return metrics_; }
   bool wants_events() const { return events_.HasSubscribers(); }
 
   void Log(LogLevel level, std::string_view message) const;
@@ -115,6 +119,7 @@ class Engine::Impl {
   EngineOptions options_;
   EventPublisher events_;
   QueueSignals signals_;
+  MetricsRegistry metrics_;
   struct CachedFlow {
     std::shared_ptr<const CompiledFlow> flow;
     int64_t generation = 1;

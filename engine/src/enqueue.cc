@@ -74,8 +74,12 @@ class Enqueuer {
  private:
   RunProgress::Context ContextFor(WriteBatch& writes) {
     return RunProgress::Context{
-        tx_, flow_, now_, writes,
-        impl_.wants_events() ? &effects_.events : nullptr};
+        tx_,
+        flow_,
+        now_,
+        writes,
+        impl_.wants_events() ? &effects_.events : nullptr,
+        &effects_.runs};
   }
   absl::Status CreateRun(WriteBatch& writes, RunId id, const Json& input,
                          RunProgress::NewRunSettings settings);

@@ -76,6 +76,7 @@ struct Plan {
   bool archive = false;
   std::optional<absl::Time> visible_at;  // for a retry
   AttemptRecord attempt;                 // the ledger entry
+  const CompiledStep* step = nullptr;    // for the metrics
 };
 
 // Handlers write error text; storage needs valid UTF-8.
@@ -172,6 +173,26 @@ absl::Status PlanOutput(const Json& output, const CompiledStep& step,
   return absl::OkStatus();
 }
 
+// Counts a stored result toward its step's metrics.
+void Tally(const Plan& plan, const TaskRecord& task, absl::Time now,
+           StepTally& tally) {
+  StepTally::Entry& e = tally.For(task.flow_slug, plan.step->shape->slug);
+  switch (plan.disposition) {
+    case ResultDisposition::kCompleted:
+      ++e.completed;
+      e.latency_seconds.push_back(ToSeconds(now - task.queued_at));
+      break;
+    case ResultDisposition::kRetrying:
+      ++e.retried;
+      break;
+    case ResultDisposition::kFailed:
+      ++e.failed;
+      break;
+    default:
+      break;
+  }
+}
+
 }  // namespace
 
 absl::StatusOr<FinishOutcome> Engine::FinishTasks(
@@ -218,7 +239,7 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
     const CompiledStep& step = flow->step(t.key.step_index);
     TaskPolicy policy = EffectivePolicy(step, t);
-    Plan plan{.result = i};
+    Plan plan{.result = i, .step = &step};
     plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
     TaskUpdate u{.task = std::move(t),
                  .expected_status = TaskStatus::kStarted,
@@ -243,6 +264,7 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives =
       std::move(late_archives);
   TransactionEffects effects;
+  StepTally tally;
   if (!updates.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx->UpdateTasks(updates));
@@ -251,6 +273,7 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
       Plan& plan = plans[u];
       const TaskRecord& t = updates[u].task;
       outcome.dispositions[plan.result] = plan.disposition;
+      Tally(plan, t, now, tally);
       attempts.push_back(std::move(plan.attempt));
       if (plan.archive) archives[t.queue_name].push_back(t.message_id);
       if (plan.visible_at) {
@@ -279,6 +302,7 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     SLUICE_ASSIGN_OR_RETURN(outcome.report_ids, tx->AppendReports(reports));
   }
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  impl_->metrics().AddTasks(tally);
   return outcome;
 }
 

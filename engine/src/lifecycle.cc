@@ -70,7 +70,8 @@ absl::Status Engine::CancelRun(const RunId& run_id, CancelMode mode) {
   TransactionEffects effects;
   RunProgress progress(
       RunProgress::Context{*tx, *flow, now, writes,
-                           impl_->wants_events() ? &effects.events : nullptr},
+                           impl_->wants_events() ? &effects.events : nullptr,
+                           &effects.runs},
       std::move(run), std::move(steps[0]), Fields::kNoPayloads);
   SLUICE_RETURN_IF_ERROR(progress.Cancel(mode));
   progress.Finish();
@@ -169,7 +170,8 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
 
   RunProgress progress(
       RunProgress::Context{*tx, *flow, now, writes,
-                           impl_->wants_events() ? &effects.events : nullptr},
+                           impl_->wants_events() ? &effects.events : nullptr,
+                           &effects.runs},
       std::move(run), std::move(steps), Fields::kNoPayloads);
   SLUICE_RETURN_IF_ERROR(progress.Reopen(reset, open_tasks));
   progress.Finish();

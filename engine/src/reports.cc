@@ -141,7 +141,8 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
     CheckReportedSteps(*flow, rr);
     progress.emplace_back(
         RunProgress::Context{tx, *flow, now, writes,
-                             impl.wants_events() ? &effects.events : nullptr},
+                             impl.wants_events() ? &effects.events : nullptr,
+                             &effects.runs},
         std::move(live_runs[i]), std::move(states[i]), Fields::kNoPayloads);
     if (rr.unreadable.empty())
       rr.unreadable = progress.back().UnreadableState();
@@ -260,9 +261,11 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
   if (stalled.empty()) return 0;
   std::vector<TaskUpdate> updates;
   std::vector<AttemptRecord> entries;
+  std::vector<std::string_view> step_slugs;  // for the metrics
   FlowLookup flows(*impl_, *tx);
   for (TaskRecord& t : stalled) {
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
+    step_slugs.push_back(flow->step(t.key.step_index).shape->slug);
     TaskPolicy policy = EffectivePolicy(flow->step(t.key.step_index), t);
     TaskUpdate u{.task = t,
                  .expected_status = t.status,
@@ -303,6 +306,13 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
     entries.push_back(std::move(entry));
   }
   SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
+  StepTally tally;
+  for (size_t i = 0; i < updates.size(); ++i) {
+    if (!applied[i]) continue;
+    StepTally::Entry& e = tally.For(updates[i].task.flow_slug, step_slugs[i]);
+    ++e.stalled;
+    if (updates[i].task.status == TaskStatus::kFailed) ++e.failed;
+  }
   TransactionEffects effects;
   SLUICE_ASSIGN_OR_RETURN(
       TakenBack taken,
@@ -310,6 +320,7 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
   const std::vector<int64_t>& report_ids = taken.report_ids;
   const int handled = taken.applied;
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  impl_->metrics().AddTasks(tally);
   // The push path; the reconcile path catches them if this fails.
   absl::Status applied_status = ApplyReports(report_ids);
   if (!applied_status.ok()) {

@@ -22,6 +22,20 @@ bool HasCondition(const StepSpec& spec) {
   return spec.if_pattern.has_value() || spec.if_not_pattern.has_value();
 }
 
+// The run status a run event reports (kStarted for a new run).
+RunStatus RunStatusOf(EventKind kind) {
+  switch (kind) {
+    case EventKind::kRunCompleted:
+      return RunStatus::kCompleted;
+    case EventKind::kRunFailed:
+      return RunStatus::kFailed;
+    case EventKind::kRunCancelled:
+      return RunStatus::kCancelled;
+    default:
+      return RunStatus::kStarted;
+  }
+}
+
 }  // namespace
 
 RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
@@ -86,6 +100,9 @@ RunProgress::RunProgress(Context context, RunRecord run,
 
 void RunProgress::Emit(EventKind kind, int step, std::optional<Json> value,
                        std::string error, SkipReason reason) {
+  if (ctx_.runs != nullptr && step < 0) {
+    ctx_.runs->Add(run_.flow_slug, RunStatusOf(kind));
+  }
   if (ctx_.events == nullptr) return;
   Event e;
   e.kind = kind;

@@ -20,6 +20,7 @@
 
 #include "absl/status/status.h"
 #include "compiled_flow.h"
+#include "metrics_registry.h"
 #include "sluice/backend.h"
 #include "sluice/engine.h"
 #include "sluice/events.h"
@@ -35,6 +36,7 @@ class RunProgress {
     absl::Time now;
     WriteBatch& writes;
     std::vector<Event>* events;  // null when nobody listens
+    RunTally* runs = nullptr;    // runs started and ended, for the metrics
   };
 
   // What a new run starts with besides its id and input.

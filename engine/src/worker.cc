@@ -78,6 +78,7 @@ class WorkerImpl : public Worker {
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
     // Other processes' sends reach us through the backend, if it can tell.
     watch_ = impl_.backend().WatchQueue(queue_, [this] { Poke(); });
+    ResolveStepMetrics(*shared_, impl_.metrics());
     {
       absl::MutexLock lock(&shared_->mu);
       shared_->slots.resize(options_.concurrency);
@@ -87,6 +88,7 @@ class WorkerImpl : public Worker {
     }
     dispatcher_ = std::thread([this] { DispatchLoop(); });
     started_ = true;
+    impl_.metrics().WorkerStarted();
     return absl::OkStatus();
   }
 
@@ -189,6 +191,7 @@ absl::Status WorkerImpl::Stop() {
   // this returns by then (plus at most one backend call in progress).
   dispatcher_.join();
   JoinOrDetachHandlers();
+  impl_.metrics().WorkerStopped();
   impl_.signals().Unlisten(listener_);
   watch_.reset();
   record_.stopped_at = impl_.Now();

@@ -35,6 +35,16 @@ absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
 
 }  // namespace
 
+void ResolveStepMetrics(WorkerShared& shared, MetricsRegistry& metrics) {
+  for (const Flow& flow : shared.flows) {
+    std::vector<std::shared_ptr<StepMetrics>>& steps =
+        shared.step_metrics.emplace_back();
+    for (const StepShape& step : flow.shape().steps) {
+      steps.push_back(metrics.Step(flow.slug(), step.slug));
+    }
+  }
+}
+
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
   WorkerShared& s = *shared;
   while (true) {
@@ -50,7 +60,12 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
       s.ready.pop_front();
       s.slots[slot].busy = true;
     }
+    absl::Time began = absl::Now();
     absl::StatusOr<Json> outcome = RunHandler(s, next.first, next.second);
+    if (StepMetrics* m =
+            s.MetricsFor(next.first.flow_slug, next.first.key.step_index)) {
+      m->handler_seconds.Observe(ToSeconds(absl::Now() - began));
+    }
     absl::MutexLock lock(&s.mu);
     s.slots[slot].busy = false;
     if (s.closed) return;  // abandoned: nobody will store this result

@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "metrics_registry.h"
 #include "sluice/engine.h"
 #include "sluice/flow.h"
 #include "sluice/records.h"
@@ -57,7 +58,23 @@ struct WorkerShared {
     return nullptr;
   }
 
+  // The metrics of a step of one of the served flows; null if none.
+  StepMetrics* MetricsFor(std::string_view flow_slug, int step_index) const {
+    for (size_t f = 0; f < flows.size(); ++f) {
+      if (flows[f].slug() != flow_slug) continue;
+      if (step_index < 0 ||
+          static_cast<size_t>(step_index) >= step_metrics[f].size()) {
+        return nullptr;
+      }
+      return step_metrics[f][step_index].get();
+    }
+    return nullptr;
+  }
+
   const std::vector<Flow> flows;  // the handlers
+  // Per flow, per step index: its counters, resolved before the handler
+  // threads start and never changed after.
+  std::vector<std::vector<std::shared_ptr<StepMetrics>>> step_metrics;
   const LogSink log;  // handed to handlers through their TaskContext
 
   absl::Mutex mu;
@@ -84,6 +101,9 @@ struct WorkerShared {
   absl::Status drain_status ABSL_GUARDED_BY(mu);
   WorkerStats stats ABSL_GUARDED_BY(mu);
 };
+
+// Fills shared.step_metrics; before the handler threads start.
+void ResolveStepMetrics(WorkerShared& shared, MetricsRegistry& metrics);
 
 // A handler thread's body: runs ready tasks until the worker closes.
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot);

@@ -34,6 +34,7 @@
 #include "sluice/flow.h"
 #include "sluice/job.h"
 #include "sluice/json.h"
+#include "sluice/metrics.h"
 #include "sluice/records.h"
 #include "sluice/task_context.h"
 #include "sluice/worker.h"
@@ -473,6 +474,15 @@ class Engine {
 
   // Wakes workers idle on `queue` (all queues if empty).
   void Wake(std::string_view queue = "");
+
+  // --- Metrics -----------------------------------------------------------
+
+  // This process's counters and histograms (since the engine was created),
+  // with each registered queue's task counts and the outbox backlog read
+  // from the store now. A store that does not answer leaves those gauges
+  // unset and says why in store_error; the counters are still filled in.
+  // Render it with WritePrometheusText (sluice/metrics.h).
+  MetricsSnapshot Metrics();
 
   // --- Events ------------------------------------------------------------
 
