@@ -231,6 +231,9 @@ struct TaskResult {
   TaskKey key;
   int attempt = 1;
   absl::StatusOr<Json> outcome;
+  // The handler's own write (TaskContext::WriteOnCompletion), run in the
+  // transaction that completes the task, and only if it does.
+  NativeWrite completion_write;
 };
 
 // What FinishTasks did with one result.
@@ -275,6 +278,8 @@ struct QueueCoverage {
   // The steps on this queue that no live worker serves.
   std::vector<const StepCoverage*> Unserved() const;
 };
+
+class HostTransaction;  // sluice/host_transaction.h
 
 class Engine {
  public:
@@ -450,6 +455,10 @@ class Engine {
   // name order.
   absl::StatusOr<std::vector<QueueCoverage>> Coverage(
       absl::Duration liveness = absl::Seconds(30));
+
+  // Starts runs and enqueues jobs inside a host's own transaction, through
+  // a backend borrowed on the host's connection (sluice/host_transaction.h).
+  HostTransaction WithHostTransaction(Backend& borrowed);
 
   // Wakes workers idle on `queue` (all queues if empty).
   void Wake(std::string_view queue = "");
