@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "gmock/gmock.h"
 #include "host_transaction_fixture.h"
 #include "sluice/engine.h"
 #include "sluice/forwarding_backend.h"

@@ -58,7 +58,9 @@ class SqliteHostDatabase final : public HostDatabase {
     if (backend.ok()) backend_ = *std::move(backend);
     host_ = SqliteConnect(path_);
     observer_ = SqliteConnect(path_);
-    if (create_table) EXPECT_TRUE(Exec(kOrdersTable).ok());
+    if (create_table) {
+      EXPECT_TRUE(Exec(kOrdersTable).ok());
+    }
   }
   ~SqliteHostDatabase() override {
     sqlite3_close_v2(host_);
@@ -172,7 +174,9 @@ class PostgresHostDatabase final : public HostDatabase {
     host_ = PQconnectdb(url_.c_str());
     observer_ = PQconnectdb(url_.c_str());
     EXPECT_EQ(PQstatus(host_), CONNECTION_OK) << PQerrorMessage(host_);
-    if (create_table) EXPECT_TRUE(Exec(kOrdersTable).ok());
+    if (create_table) {
+      EXPECT_TRUE(Exec(kOrdersTable).ok());
+    }
   }
   ~PostgresHostDatabase() override {
     backend_.reset();

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "gmock/gmock.h"
 #include "host_transaction_fixture.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
