@@ -55,12 +55,14 @@ TEST(HostChild, Run) {
   while (true) absl::SleepFor(absl::Seconds(1));  // until SIGKILL
 }
 
-// Waits for the line `marker` among the child's output.
-bool AwaitLine(Child& child, std::string_view marker) {
+// Waits for the line `marker` among the child's output; `output` gets
+// every line read, to explain a failure.
+bool AwaitLine(Child& child, std::string_view marker, std::string* output) {
   absl::Time deadline = absl::Now() + absl::Seconds(60);
   std::string line;
   while (ReadLine(child.out, deadline, &line)) {
     if (line == marker) return true;
+    output->append(line).append("\n");
   }
   return false;
 }
@@ -81,9 +83,11 @@ void RunAndKillChild(HostDatabase& db, bool commit, std::string_view marker) {
   unsetenv(kKindVariable);
   unsetenv(kLocationVariable);
   unsetenv(kCommitVariable);
-  bool reached = AwaitLine(child, marker);
+  std::string output;
+  bool reached = AwaitLine(child, marker, &output);
   int status = KillAndReap(child, SIGKILL);
-  ASSERT_TRUE(reached) << "the child never printed " << marker;
+  ASSERT_TRUE(reached) << "the child never printed " << marker << ":\n"
+                       << output;
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
 }
 
