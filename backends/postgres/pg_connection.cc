@@ -49,6 +49,31 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Open(
   return std::unique_ptr<Connection>(new Connection(std::move(handle)));
 }
 
+std::unique_ptr<Connection> Connection::Borrow(PGconn* connection) {
+  std::unique_ptr<Connection> borrowed(
+      new Connection(ConnectionHandle(connection, [](PGconn*) {})));
+  borrowed->prepare_ = false;
+  return borrowed;
+}
+
+absl::Status Connection::EnterPipeline() {
+  if (PQenterPipelineMode(handle()) != 1) {
+    return absl::InternalError(StrCat("postgres: can't enter pipeline mode: ",
+                                      PQerrorMessage(handle())));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Connection::ExitPipeline() {
+  absl::Status drained = Drain();
+  if (PQexitPipelineMode(handle()) != 1) {
+    broken_ = true;
+    return absl::InternalError(StrCat("postgres: can't leave pipeline mode: ",
+                                      PQerrorMessage(handle())));
+  }
+  return drained;
+}
+
 Connection::~Connection() = default;
 
 bool Connection::CheckAlive() {
@@ -96,6 +121,18 @@ const std::string& Connection::PreparedName(std::string_view sql,
 void Connection::Send(std::string_view sql, const Params& params,
                       StatementContext context) {
   if (broken_) return;
+  if (!prepare_) {
+    // The unnamed statement: parsed and planned each time, but nothing is
+    // left in the host's session.
+    if (PQsendQueryParams(handle(), std::string(sql).c_str(), params.size(),
+                          nullptr, params.Pointers(), nullptr, nullptr,
+                          0) != 1) {
+      MarkBroken(context.operation);
+      return;
+    }
+    pending_.push_back({Kind::kStatement, std::move(context), {}});
+    return;
+  }
   const std::string& name = PreparedName(sql, context);
   if (broken_) return;
   if (PQsendQueryPrepared(handle(), name.c_str(), params.size(),
@@ -155,9 +192,20 @@ absl::StatusOr<Result> Connection::QueryControl(std::string_view sql,
   return wanted;
 }
 
-void Connection::Rollback() {
+void Connection::Rollback() { EndTransactionWith({"ROLLBACK"}); }
+
+void Connection::RollbackToSavepoint(std::string_view savepoint) {
+  const std::string rollback = StrCat("ROLLBACK TO SAVEPOINT ", savepoint);
+  const std::string release = StrCat("RELEASE SAVEPOINT ", savepoint);
+  EndTransactionWith({rollback, release});
+}
+
+void Connection::EndTransactionWith(
+    std::initializer_list<std::string_view> statements) {
   if (!pending_.empty()) Sync();
-  SendControl("ROLLBACK", {"Rollback", {}});
+  for (std::string_view sql : statements) {
+    SendControl(sql, {"Rollback", {}});
+  }
   Sync();
   // Results of the earlier segment come first; only ROLLBACK's matters.
   while (!pending_.empty() && !broken_) {

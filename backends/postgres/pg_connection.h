@@ -26,6 +26,7 @@
 #include <libpq-fe.h>
 
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -72,6 +73,10 @@ class Connection {
   // can't be reached or doesn't answer in time.
   static absl::StatusOr<std::unique_ptr<Connection>> Open(
       const std::string& url, const PostgresOptions& options);
+  // Wraps a host's connection (BorrowPostgres), never closing it. Its
+  // statements are not prepared (nothing is left behind in the host's
+  // session), and it is not in pipeline mode until EnterPipeline().
+  static std::unique_ptr<Connection> Borrow(PGconn* connection);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -96,6 +101,15 @@ class Connection {
                                StatementContext context);
   // Waits for everything queued; the first failure, if any.
   absl::Status Drain();
+  // As Rollback(), but undoes only what followed SAVEPOINT `savepoint`
+  // (then releases it), leaving the host's transaction open.
+  void RollbackToSavepoint(std::string_view savepoint);
+  // Pipeline mode on and off (a borrowed connection is in it only while a
+  // transaction of Sluice's runs). Exit drains first. kInternal if libpq
+  // refuses.
+  absl::Status EnterPipeline();
+  absl::Status ExitPipeline();
+  PGconn* handle() const { return connection_.get(); }
   // Ends the open transaction block, whatever state it is in, in one round
   // trip: a sync point first (the server skips everything after a failure
   // until the next one), then ROLLBACK. Failures of statements queued
@@ -127,11 +141,13 @@ class Connection {
   absl::Status ReadOne(const Pending& pending, Result* wanted);
   void MarkBroken(std::string_view operation);
   void Fail(absl::Status status);
-
-  PGconn* handle() const { return connection_.get(); }
+  // Sends `statements` (transaction control) after a sync point and waits
+  // for them; a connection where one fails is broken().
+  void EndTransactionWith(std::initializer_list<std::string_view> statements);
 
   ConnectionHandle connection_;
   bool broken_ = false;
+  bool prepare_ = true;   // false on a borrowed connection
   absl::Status failure_;  // the first failure not yet reported
   std::deque<Pending> pending_;
   absl::flat_hash_map<std::string, std::string> prepared_;  // sql -> name

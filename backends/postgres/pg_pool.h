@@ -20,7 +20,18 @@
 
 namespace sluice::postgres_internal {
 
-class ConnectionPool {
+// Where a transaction takes its connection from and gives it back to: the
+// pool, or a host's borrowed connection (pg_borrowed.h).
+class ConnectionSource {
+ public:
+  virtual ~ConnectionSource() = default;
+  virtual absl::StatusOr<std::unique_ptr<Connection>> Acquire() = 0;
+  virtual void Release(std::unique_ptr<Connection> connection) = 0;
+  // Whether transactions are savepoints in the host's transaction.
+  virtual bool borrowed() const { return false; }
+};
+
+class ConnectionPool final : public ConnectionSource {
  public:
   ConnectionPool(std::string url, const PostgresOptions& options)
       : url_(std::move(url)),
@@ -31,9 +42,9 @@ class ConnectionPool {
   // A healthy connection with nothing pending: an idle one, or a new one
   // while fewer than `size` are open. Waits up to the acquire timeout for
   // one to be released; kUnavailable after that or if connecting fails.
-  absl::StatusOr<std::unique_ptr<Connection>> Acquire();
+  absl::StatusOr<std::unique_ptr<Connection>> Acquire() override;
   // Takes a connection back; a broken one is closed instead.
-  void Release(std::unique_ptr<Connection> connection);
+  void Release(std::unique_ptr<Connection> connection) override;
 
  private:
   const std::string url_;

@@ -3,10 +3,18 @@
 #include <utility>
 
 #include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
 
-PostgresTransaction::PostgresTransaction(ConnectionPool& pool,
+namespace {
+
+// A borrowed connection's transaction (pg_borrowed.h).
+constexpr char kSavepoint[] = "sluice_host";
+
+}  // namespace
+
+PostgresTransaction::PostgresTransaction(ConnectionSource& pool,
                                          OpenTransactions& open,
                                          std::unique_ptr<Connection> connection)
     : pool_(pool),
@@ -18,7 +26,7 @@ PostgresTransaction::PostgresTransaction(ConnectionPool& pool,
 PostgresTransaction::~PostgresTransaction() { End(); }
 
 absl::StatusOr<std::unique_ptr<Transaction>> PostgresTransaction::Begin(
-    ConnectionPool& pool, OpenTransactions& open) {
+    ConnectionSource& pool, OpenTransactions& open) {
   const std::thread::id thread = std::this_thread::get_id();
   if (!open.Add(thread)) {
     return absl::FailedPreconditionError(
@@ -30,9 +38,12 @@ absl::StatusOr<std::unique_ptr<Transaction>> PostgresTransaction::Begin(
     open.Remove(thread);
     return connection.status();
   }
-  // BEGIN travels with the first statement.
+  // BEGIN (or SAVEPOINT) travels with the first statement.
   (*connection)
-      ->SendControl("BEGIN ISOLATION LEVEL READ COMMITTED", {"Begin", {}});
+      ->SendControl(pool.borrowed()
+                        ? StrCat("SAVEPOINT ", kSavepoint)
+                        : std::string("BEGIN ISOLATION LEVEL READ COMMITTED"),
+                    {"Begin", {}});
   return std::unique_ptr<Transaction>(
       new PostgresTransaction(pool, open, std::move(*connection)));
 }
@@ -40,10 +51,13 @@ absl::StatusOr<std::unique_ptr<Transaction>> PostgresTransaction::Begin(
 absl::Status PostgresTransaction::Commit() {
   SLUICE_RETURN_IF_ERROR(CheckUsable());
   // COMMIT travels with the writes still queued, and drains them.
-  absl::StatusOr<Result> commit =
-      connection_->QueryControl("COMMIT", {"Commit", {}});
+  const bool borrowed = pool_.borrowed();
+  absl::StatusOr<Result> commit = connection_->QueryControl(
+      borrowed ? StrCat("RELEASE SAVEPOINT ", kSavepoint) : "COMMIT",
+      {"Commit", {}});
   absl::Status status = commit.status();
-  if (status.ok() && commit->command_status() != "COMMIT") {
+  if (status.ok() && commit->command_status() !=
+                         std::string_view(borrowed ? "RELEASE" : "COMMIT")) {
     // The server had already aborted the transaction.
     status = absl::AbortedError(
         "postgres Commit: the server rolled the transaction back; retry it");
@@ -59,7 +73,11 @@ void PostgresTransaction::End() {
   if (active_) {
     active_ = false;
     // Also ends a transaction whose COMMIT was skipped after an error.
-    connection_->Rollback();
+    if (pool_.borrowed()) {
+      connection_->RollbackToSavepoint(kSavepoint);
+    } else {
+      connection_->Rollback();
+    }
   }
   pool_.Release(std::move(connection_));
   open_.Remove(thread_);
@@ -363,6 +381,33 @@ absl::StatusOr<int> PostgresTransaction::DeleteInactiveWorkers(
     absl::Time inactive_before, int limit) {
   return Guarded(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
+}
+
+// --- Host transactions ---
+
+absl::Status PostgresTransaction::RunNative(const NativeWrite& write) {
+  return Guarded([&]() -> absl::Status {
+    // The write uses plain blocking calls, so it runs outside pipeline mode,
+    // after everything queued has been checked.
+    SLUICE_RETURN_IF_ERROR(connection_->ExitPipeline());
+    absl::Status status =
+        write(NativeConnection{"postgres", connection_->handle()});
+    const PGTransactionStatusType state =
+        PQtransactionStatus(connection_->handle());
+    absl::Status entered = connection_->EnterPipeline();
+    if (!status.ok()) return status;
+    if (state == PQTRANS_INERROR) {
+      return absl::AbortedError(
+          "a native write left the postgres transaction aborted (a statement "
+          "of it failed); the transaction rolls back");
+    }
+    if (state != PQTRANS_INTRANS) {
+      return absl::FailedPreconditionError(
+          "a native write ended the postgres transaction it ran in (COMMIT "
+          "or ROLLBACK); it must leave ending it to Sluice");
+    }
+    return entered;
+  });
 }
 
 }  // namespace sluice::postgres_internal

@@ -67,8 +67,11 @@ class PostgresTransaction final : public Transaction {
  public:
   // Waits for a pool connection. kFailedPrecondition if this thread holds a
   // transaction of the backend; kUnavailable if no connection can be had.
+  // On a borrowed connection (ConnectionSource::borrowed) the transaction
+  // is a SAVEPOINT in the host's transaction: Commit() releases it, a drop
+  // rolls back to it, and the host's COMMIT or ROLLBACK decides.
   static absl::StatusOr<std::unique_ptr<Transaction>> Begin(
-      ConnectionPool& pool, OpenTransactions& open);
+      ConnectionSource& pool, OpenTransactions& open);
   ~PostgresTransaction() override;
 
   absl::Status Commit() override;
@@ -178,8 +181,11 @@ class PostgresTransaction final : public Transaction {
   absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
                                             int limit) override;
 
+  // --- Host transactions ---
+  absl::Status RunNative(const NativeWrite& write) override;
+
  private:
-  PostgresTransaction(ConnectionPool& pool, OpenTransactions& open,
+  PostgresTransaction(ConnectionSource& pool, OpenTransactions& open,
                       std::unique_ptr<Connection> connection);
 
   // Runs `operation` (returning absl::Status or absl::StatusOr) if the
@@ -194,7 +200,7 @@ class PostgresTransaction final : public Transaction {
   // Rolls back unless committed, then hands the connection back.
   void End();
 
-  ConnectionPool& pool_;
+  ConnectionSource& pool_;
   OpenTransactions& open_;
   std::thread::id thread_;
   std::unique_ptr<Connection> connection_;

@@ -159,6 +159,41 @@ absl::StatusOr<std::unique_ptr<SqliteBackend>> SqliteBackend::Open(
       new SqliteBackend(std::move(connection)));
 }
 
+absl::StatusOr<std::unique_ptr<SqliteBackend>> SqliteBackend::Borrow(
+    sqlite3* db) {
+  if (db == nullptr) {
+    return absl::InvalidArgumentError(
+        "BorrowSqlite: the connection is null; pass the host's open sqlite3* "
+        "with a transaction begun on it");
+  }
+  if (sqlite3_get_autocommit(db)) {
+    return absl::FailedPreconditionError(
+        "BorrowSqlite: the host's connection has no open transaction; run "
+        "BEGIN IMMEDIATE on it first, so Sluice's writes commit with the "
+        "host's");
+  }
+  if (absl::Status schema = sqlite_internal::CheckSchema(db); !schema.ok()) {
+    return absl::Status(schema.code(),
+                        StrCat("BorrowSqlite: ", schema.message()));
+  }
+  SLUICE_RETURN_IF_ERROR(sqlite_internal::RegisterBoundRows(db));
+  auto connection = std::make_unique<Connection>(db, absl::ZeroDuration(),
+                                                 /*borrowed=*/true);
+  return std::unique_ptr<SqliteBackend>(
+      new SqliteBackend(std::move(connection)));
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> BorrowSqlite(sqlite3* db) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<SqliteBackend> backend,
+                          SqliteBackend::Borrow(db));
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+sqlite3* SqliteHandle(const NativeConnection& connection) {
+  if (connection.backend != "sqlite") return nullptr;
+  return static_cast<sqlite3*>(connection.handle);
+}
+
 absl::StatusOr<std::unique_ptr<Transaction>> SqliteBackend::Begin() {
   return sqlite_internal::SqliteTransaction::Begin(*connection_);
 }

@@ -21,6 +21,7 @@
 
 #include "absl/time/time.h"
 #include "sluice/backend.h"
+#include "sluice/sqlite.h"
 
 namespace sluice {
 
@@ -55,6 +56,12 @@ class SqliteBackend : public Backend {
   // indexes of this build's schema.
   static absl::StatusOr<std::unique_ptr<SqliteBackend>> Open(
       const std::string& path, SqliteOptions options = {});
+  // A backend on a host's own connection, for enqueuing in the host's
+  // transaction (sluice/sqlite.h, BorrowSqlite, says how to use it).
+  // kInvalidArgument for a null `db`; kFailedPrecondition, changing
+  // nothing, if `db` has no open transaction or its database lacks this
+  // build's schema.
+  static absl::StatusOr<std::unique_ptr<SqliteBackend>> Borrow(sqlite3* db);
   ~SqliteBackend() override;
 
   std::string_view name() const override { return "sqlite"; }

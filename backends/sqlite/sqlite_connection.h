@@ -23,18 +23,32 @@ namespace sluice {
 // `owner` names the thread holding `mu`, so a second Begin() on that thread
 // fails instead of waiting for itself forever.
 struct SqliteBackend::Connection {
+  // Closes the database unless it is a host's borrowed connection.
   struct CloseDatabase {
-    void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+    bool close = true;
+    void operator()(sqlite3* db) const {
+      if (close) sqlite3_close_v2(db);
+    }
   };
 
-  Connection(sqlite3* handle, absl::Duration busy_timeout)
-      : db(handle), busy_timeout(busy_timeout), statements(handle) {}
+  // With `borrowed`, `handle` is a host's connection (SqliteBackend::Borrow):
+  // it is never closed, and transactions are savepoints inside the host's
+  // own transaction.
+  Connection(sqlite3* handle, absl::Duration busy_timeout,
+             bool borrowed = false)
+      : db(handle, CloseDatabase{!borrowed}),
+        busy_timeout(busy_timeout),
+        borrowed(borrowed),
+        statements(handle) {}
 
   // Declared first, so it is closed after every statement is finalized.
   const std::unique_ptr<sqlite3, CloseDatabase> db;
   // How long Begin() waits for another process's write lock (read by the
   // busy handler, which runs on the thread holding `mu`).
   const absl::Duration busy_timeout;
+  // A host's connection: Begin() opens a savepoint in the host's open
+  // transaction and Commit() releases it, leaving the host to commit.
+  const bool borrowed;
   absl::Mutex mu;
   // The thread whose transaction holds `mu`; no thread while none does.
   // Only that thread writes it (set after locking, cleared before

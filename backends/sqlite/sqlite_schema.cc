@@ -174,6 +174,27 @@ absl::Status ExecuteSchemaSql(sqlite3* db, const char* sql,
   return absl::OkStatus();
 }
 
+absl::Status CheckSchema(sqlite3* db) {
+  constexpr int kVersion = SqliteBackend::kSchemaVersion;
+  SLUICE_ASSIGN_OR_RETURN(int64_t version, QueryInt(db, "PRAGMA user_version",
+                                                    "read schema version"));
+  if (version == 0) {
+    return absl::FailedPreconditionError(
+        StrCat("the database has no Sluice schema (user_version 0, expected ",
+               kVersion,
+               "); open the file once with SqliteBackend::Open (or "
+               "OpenBackend(\"sqlite:PATH\")) to create it"));
+  }
+  if (version != kVersion) {
+    return absl::FailedPreconditionError(
+        StrCat("the database has Sluice schema version ", version,
+               " but this build needs version ", kVersion,
+               "; open it once with SqliteBackend::Open of this build to ",
+               version < kVersion ? "upgrade it" : "check it"));
+  }
+  return CheckObjects(db);
+}
+
 absl::Status EnsureSchema(sqlite3* db) {
   SLUICE_RETURN_IF_ERROR(
       Execute(db, "BEGIN IMMEDIATE", "begin schema transaction"));

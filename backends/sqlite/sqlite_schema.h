@@ -18,6 +18,12 @@ namespace sluice::sqlite_internal {
 // REQUIRES: no transaction is open on `db`.
 absl::Status EnsureSchema(sqlite3* db);
 
+// Checks, without changing anything, that `db`'s database has exactly this
+// build's schema version and every table and index of it;
+// kFailedPrecondition naming what is wrong otherwise. Runs in whatever
+// transaction `db` has open (a borrowed host connection's).
+absl::Status CheckSchema(sqlite3* db);
+
 }  // namespace sluice::sqlite_internal
 
 #endif  // SLUICE_BACKENDS_SQLITE_SQLITE_SCHEMA_H_

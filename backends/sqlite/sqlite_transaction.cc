@@ -8,6 +8,15 @@
 
 namespace sluice::sqlite_internal {
 
+namespace {
+
+// A borrowed connection's transaction (SqliteBackend::Borrow).
+constexpr char kSavepoint[] = "SAVEPOINT sluice_host";
+constexpr char kReleaseSavepoint[] = "RELEASE sluice_host";
+constexpr char kRollbackToSavepoint[] = "ROLLBACK TO sluice_host";
+
+}  // namespace
+
 SqliteTransaction::SqliteTransaction(SqliteBackend::Connection& connection)
     : connection_(connection), tables_(connection.statements) {}
 
@@ -26,6 +35,10 @@ absl::StatusOr<std::unique_ptr<Transaction>> SqliteTransaction::Begin(
   // From here the transaction owns the mutex; its destructor releases it.
   std::unique_ptr<SqliteTransaction> transaction(
       new SqliteTransaction(connection));
+  if (connection.borrowed) {
+    SLUICE_RETURN_IF_ERROR(transaction->BeginSavepoint());
+    return transaction;
+  }
   if (!sqlite3_get_autocommit(connection.db.get())) {
     // An earlier ROLLBACK failed; don't build on its leftovers.
     SLUICE_RETURN_IF_ERROR(transaction->ExecuteControl("ROLLBACK", "Begin"));
@@ -36,9 +49,23 @@ absl::StatusOr<std::unique_ptr<Transaction>> SqliteTransaction::Begin(
   return transaction;
 }
 
+absl::Status SqliteTransaction::BeginSavepoint() {
+  if (sqlite3_get_autocommit(connection_.db.get())) {
+    // A SAVEPOINT here would start a transaction of its own, and RELEASE
+    // would then commit it behind the host's back.
+    return absl::FailedPreconditionError(
+        "the host's sqlite connection has no open transaction; run BEGIN "
+        "IMMEDIATE on it before enqueuing through it");
+  }
+  SLUICE_RETURN_IF_ERROR(ExecuteControl(kSavepoint, "Begin"));
+  active_ = true;
+  return absl::OkStatus();
+}
+
 absl::Status SqliteTransaction::Commit() {
   SLUICE_RETURN_IF_ERROR(CheckUsable());
-  absl::Status status = ExecuteControl("COMMIT", "Commit");
+  absl::Status status = ExecuteControl(
+      connection_.borrowed ? kReleaseSavepoint : "COMMIT", "Commit");
   if (status.ok()) active_ = false;
   End();  // a failed COMMIT leaves the transaction open: roll it back
   return status;
@@ -48,7 +75,13 @@ void SqliteTransaction::End() {
   if (active_) {
     active_ = false;
     if (!sqlite3_get_autocommit(connection_.db.get())) {
-      ExecuteControl("ROLLBACK", "Rollback").IgnoreError();
+      if (connection_.borrowed) {
+        // Undoes Sluice's writes only; the host's transaction goes on.
+        ExecuteControl(kRollbackToSavepoint, "Rollback").IgnoreError();
+        ExecuteControl(kReleaseSavepoint, "Rollback").IgnoreError();
+      } else {
+        ExecuteControl("ROLLBACK", "Rollback").IgnoreError();
+      }
     }
   }
   if (holds_mutex_) {
@@ -373,6 +406,21 @@ absl::StatusOr<int> SqliteTransaction::DeleteInactiveWorkers(
     absl::Time inactive_before, int limit) {
   return Guarded(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
+}
+
+// --- Host transactions ---
+
+absl::Status SqliteTransaction::RunNative(const NativeWrite& write) {
+  return Guarded([&]() -> absl::Status {
+    absl::Status status =
+        write(NativeConnection{"sqlite", connection_.db.get()});
+    if (sqlite3_get_autocommit(connection_.db.get())) {
+      return absl::FailedPreconditionError(
+          "a native write ended the sqlite transaction it ran in (COMMIT or "
+          "ROLLBACK); it must leave ending it to Sluice");
+    }
+    return status;
+  });
 }
 
 }  // namespace sluice::sqlite_internal

@@ -6,7 +6,10 @@
 // and LockMode / LockFlowSlug need no extra work. Lock order: the
 // connection's mutex, then SQLite's write lock; nothing else is locked.
 // Commit() or destruction ends the transaction (ROLLBACK unless committed)
-// and releases the mutex.
+// and releases the mutex. On a borrowed host connection
+// (SqliteBackend::Borrow) the transaction is a SAVEPOINT inside the host's
+// open transaction instead: Commit() releases it, a drop rolls back to it,
+// and the host's COMMIT or ROLLBACK decides.
 //
 // After any failed call every further call, Commit() included, fails with
 // kFailedPrecondition, so a batch that failed part-way (a duplicate key in
@@ -155,6 +158,9 @@ class SqliteTransaction final : public Transaction {
   absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
                                             int limit) override;
 
+  // --- Host transactions ---
+  absl::Status RunNative(const NativeWrite& write) override;
+
  private:
   // REQUIRES: the caller holds connection.mu; the transaction releases it.
   explicit SqliteTransaction(SqliteBackend::Connection& connection);
@@ -168,6 +174,8 @@ class SqliteTransaction final : public Transaction {
   // OK while the transaction can take calls. kFailedPrecondition once it has
   // ended or a call has failed; kAborted if SQLite rolled it back by itself.
   absl::Status CheckUsable() const;
+  // A borrowed connection's Begin(): a savepoint in the host's transaction.
+  absl::Status BeginSavepoint();
   // BEGIN / COMMIT / ROLLBACK.
   absl::Status ExecuteControl(std::string_view sql, std::string_view operation);
   // Rolls back unless done, then releases the connection's mutex.

@@ -139,6 +139,16 @@ absl::Status Engine::Impl::Commit(Transaction& tx, TransactionEffects effects) {
   return absl::OkStatus();
 }
 
+void Engine::Impl::PublishCommitted(TransactionEffects effects) {
+  events_
+      .CommitAndPublish([] { return absl::OkStatus(); },
+                        std::move(effects.events))
+      .IgnoreError();  // the no-op commit can't fail
+  for (const std::string& queue : effects.queues_to_wake) {
+    signals_.Notify(queue);
+  }
+}
+
 // --- Engine -----------------------------------------------------------------
 
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -32,6 +32,14 @@ struct TransactionEffects {
   RunTally runs;
 };
 
+// An enqueue inside a host's transaction (host_transaction.h): it begins on
+// the backend borrowed on the host's connection, and its effects wait in
+// `deferred` until the host says it committed.
+struct HostScope {
+  Backend* backend = nullptr;
+  TransactionEffects deferred;
+};
+
 // Remembers the last flow looked up, so a batch of tasks of one flow costs
 // one cache lookup rather than one per task.
 class FlowLookup {
@@ -103,9 +111,10 @@ class Engine::Impl {
   enum class Target { kAlias, kSlug };
   // Enqueue, EnqueueMany and StartRun with options (enqueue.cc): one
   // result per item; `as_job` refuses a flow that is not a job.
+  // With `host`, inside the host's transaction (HostTransaction).
   absl::StatusOr<std::vector<EnqueueResult>> EnqueueItems(
       std::string_view name, Target target, bool as_job,
-      std::span<const Engine::EnqueueItem> items);
+      std::span<const Engine::EnqueueItem> items, HostScope* host = nullptr);
 
   // PauseQueue / ResumeQueue (queue_admin.cc).
   absl::Status SetPaused(std::string_view queue, bool paused);
@@ -113,6 +122,9 @@ class Engine::Impl {
   absl::StatusOr<std::unique_ptr<Transaction>> Begin();
   // Commits `tx`, then publishes the events and wakes the queues.
   absl::Status Commit(Transaction& tx, TransactionEffects effects);
+  // Publishes the events and wakes the queues of transactions a host has
+  // committed (HostTransaction::Committed).
+  void PublishCommitted(TransactionEffects effects);
 
  private:
   Backend& backend_;

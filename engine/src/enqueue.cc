@@ -252,7 +252,7 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
 
 absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
     std::string_view name, Target target, bool as_job,
-    std::span<const Engine::EnqueueItem> items) {
+    std::span<const Engine::EnqueueItem> items, HostScope* host) {
   std::string kind = as_job ? "job" : "flow";
   SLUICE_RETURN_IF_ERROR(ValidateSlug(name, kind));
   auto owner = [&](size_t i) {
@@ -264,7 +264,8 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
                                                   options().max_payload_bytes));
   }
   if (items.empty()) return std::vector<EnqueueResult>();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx,
+                          host ? host->backend->Begin() : Begin());
   // An alias resolves in the transaction that creates the runs, so each
   // run pins the version active when it was created.
   std::string flow_slug(name);
@@ -306,6 +307,18 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
   }
   SLUICE_RETURN_IF_ERROR(enqueuer.Flush());
   if (!enqueuer.wrote()) return results;  // duplicates only: nothing to commit
+  if (host != nullptr) {
+    // Releases the savepoint; the host's own COMMIT makes it visible, so
+    // events and wake-ups wait for HostTransaction::Committed().
+    SLUICE_RETURN_IF_ERROR(tx->Commit());
+    TransactionEffects effects = enqueuer.TakeEffects();
+    for (Event& event : effects.events) {
+      host->deferred.events.push_back(std::move(event));
+    }
+    host->deferred.queues_to_wake.insert(effects.queues_to_wake.begin(),
+                                         effects.queues_to_wake.end());
+    return results;
+  }
   SLUICE_RETURN_IF_ERROR(Commit(*tx, enqueuer.TakeEffects()));
   return results;
 }

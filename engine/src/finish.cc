@@ -193,34 +193,66 @@ void Tally(const Plan& plan, const TaskRecord& task, absl::Time now,
   }
 }
 
-}  // namespace
+// A handler's completion write that failed, and why.
+struct WriteFailure {
+  size_t result = 0;
+  absl::Status status;
+};
 
-absl::StatusOr<FinishOutcome> Engine::FinishTasks(
-    std::span<const TaskResult> results) {
-  std::vector<TaskKey> keys;
-  keys.reserve(results.size());
-  for (const TaskResult& r : results) {
-    if (r.attempt < 1) {
-      return absl::InvalidArgumentError(
-          StrCat("FinishTasks: attempt ", r.attempt, " is invalid (>= 1)"));
+// Runs the completion writes of the results whose tasks complete here
+// (TaskContext::WriteOnCompletion); the first failure is returned in
+// `failed`, and the transaction must then be dropped.
+absl::Status RunCompletionWrites(Transaction& tx,
+                                 std::span<const TaskResult> results,
+                                 std::span<const Plan> plans,
+                                 const std::vector<bool>& applied,
+                                 std::optional<WriteFailure>& failed) {
+  for (size_t u = 0; u < plans.size(); ++u) {
+    const Plan& plan = plans[u];
+    const NativeWrite& write = results[plan.result].completion_write;
+    if (!applied[u] || plan.disposition != ResultDisposition::kCompleted ||
+        !write) {
+      continue;
     }
-    keys.push_back(r.key);
+    absl::Status status = tx.RunNative(write);
+    if (!status.ok()) {
+      failed = WriteFailure{plan.result, std::move(status)};
+      return failed->status;
+    }
   }
-  SLUICE_RETURN_IF_ERROR(ValidateKeys(keys, "FinishTasks"));
+  return absl::OkStatus();
+}
+
+// The failure an attempt records when its completion write failed: the
+// write's status, its message prefixed, its payloads (RetryAfter,
+// NonRetryable) kept.
+absl::Status CompletionWriteFailed(const absl::Status& status) {
+  absl::Status failed(status.code(), StrCat("the handler's completion write "
+                                            "failed: ",
+                                            status.message()));
+  status.ForEachPayload([&failed](absl::string_view url, const absl::Cord& p) {
+    failed.SetPayload(url, p);
+  });
+  return failed;
+}
+
+// FinishTasks in one transaction. A failed completion write fails it with
+// `failed` set; the caller retries without that write.
+absl::StatusOr<FinishOutcome> FinishInOneTransaction(
+    Engine::Impl& impl, std::span<const TaskResult> results,
+    std::span<const TaskKey> keys, std::optional<WriteFailure>& failed) {
   FinishOutcome outcome;
   outcome.dispositions.assign(results.size(), ResultDisposition::kStale);
-  if (results.empty()) return outcome;
-
-  const EngineOptions& options = impl_->options();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  absl::Time now = impl_->Now();
+  const EngineOptions& options = impl.options();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
+  absl::Time now = impl.Now();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
                           tx->GetTasks(keys, Fields::kNoPayloads));
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
   updates.reserve(results.size());
   plans.reserve(results.size());
-  FlowLookup flows(*impl_, *tx);
+  FlowLookup flows(impl, *tx);
   absl::flat_hash_map<std::string, std::vector<int64_t>> late_archives;
   for (size_t i = 0; i < results.size(); ++i) {
     const TaskResult& result = results[i];
@@ -268,6 +300,8 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   if (!updates.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx->UpdateTasks(updates));
+    SLUICE_RETURN_IF_ERROR(
+        RunCompletionWrites(*tx, results, plans, applied, failed));
     for (size_t u = 0; u < updates.size(); ++u) {
       if (!applied[u]) continue;  // another transaction got there first
       Plan& plan = plans[u];
@@ -301,9 +335,43 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   if (!reports.empty()) {
     SLUICE_ASSIGN_OR_RETURN(outcome.report_ids, tx->AppendReports(reports));
   }
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
-  impl_->metrics().AddTasks(tally);
+  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(effects)));
+  impl.metrics().AddTasks(tally);
   return outcome;
+}
+
+}  // namespace
+
+absl::StatusOr<FinishOutcome> Engine::FinishTasks(
+    std::span<const TaskResult> results) {
+  std::vector<TaskKey> keys;
+  keys.reserve(results.size());
+  for (const TaskResult& r : results) {
+    if (r.attempt < 1) {
+      return absl::InvalidArgumentError(
+          StrCat("FinishTasks: attempt ", r.attempt, " is invalid (>= 1)"));
+    }
+    keys.push_back(r.key);
+  }
+  SLUICE_RETURN_IF_ERROR(ValidateKeys(keys, "FinishTasks"));
+  if (results.empty()) return FinishOutcome{};
+  // A failed completion write rolls back its whole transaction (on Postgres
+  // the server has aborted it anyway); the batch is then stored again with
+  // that attempt failed by the write's status. Each round drops one write,
+  // so this ends.
+  std::vector<TaskResult> adjusted;
+  std::span<const TaskResult> current = results;
+  while (true) {
+    std::optional<WriteFailure> failed;
+    absl::StatusOr<FinishOutcome> outcome =
+        FinishInOneTransaction(*impl_, current, keys, failed);
+    if (!failed) return outcome;
+    if (adjusted.empty()) adjusted.assign(results.begin(), results.end());
+    TaskResult& result = adjusted[failed->result];
+    result.outcome = CompletionWriteFailed(failed->status);
+    result.completion_write = nullptr;
+    current = adjusted;
+  }
 }
 
 absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(

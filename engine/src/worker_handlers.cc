@@ -8,9 +8,12 @@
 namespace sluice {
 namespace {
 
+// Runs the task's handler; `completion_write` receives the write it
+// registered, if any.
 absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
                                 const ClaimedTask& task,
-                                const CancelToken& cancel) {
+                                const CancelToken& cancel,
+                                NativeWrite& completion_write) {
   const Handler* handler =
       shared.HandlerFor(task.flow_slug, task.key.step_index);
   if (handler == nullptr) {
@@ -25,7 +28,9 @@ absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
                         task.deadline},
       cancel, shared.log);
   try {
-    return (*handler)(task.input, context);
+    absl::StatusOr<Json> outcome = (*handler)(task.input, context);
+    completion_write = context.TakeCompletionWrite();
+    return outcome;
   } catch (const std::exception& e) {
     return absl::UnknownError(StrCat("handler threw: ", e.what()));
   } catch (...) {
@@ -61,7 +66,9 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
       s.slots[slot].busy = true;
     }
     absl::Time began = absl::Now();
-    absl::StatusOr<Json> outcome = RunHandler(s, next.first, next.second);
+    NativeWrite completion_write;
+    absl::StatusOr<Json> outcome =
+        RunHandler(s, next.first, next.second, completion_write);
     if (StepMetrics* m =
             s.MetricsFor(next.first.flow_slug, next.first.key.step_index)) {
       m->handler_seconds.Observe(ToSeconds(absl::Now() - began));
@@ -70,8 +77,9 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
     s.slots[slot].busy = false;
     if (s.closed) return;  // abandoned: nobody will store this result
     if (s.results.empty()) s.first_result_at = absl::Now();
-    s.results.push_back(
-        TaskResult{next.first.key, next.first.attempt, std::move(outcome)});
+    s.results.push_back(TaskResult{next.first.key, next.first.attempt,
+                                   std::move(outcome),
+                                   std::move(completion_write)});
   }
 }
 

@@ -35,6 +35,9 @@
 #include "absl/time/time.h"
 #include "sluice/backend.h"
 
+// libpq's connection (libpq-fe.h).
+typedef struct pg_conn PGconn;
+
 namespace sluice {
 
 struct PostgresOptions {
@@ -110,6 +113,41 @@ absl::StatusOr<SchemaReport> CheckPostgresSchema(const std::string& url);
 
 // The schema version this build installs and requires.
 int LatestPostgresSchemaVersion();
+
+// --- Transactional enqueue ---------------------------------------------------
+
+// A Backend on the host's own libpq connection, for starting runs in the
+// host's transaction (sluice/host_transaction.h):
+//
+//   PQexec(conn, "BEGIN");
+//   ... the host's own statements ...
+//   auto borrowed = sluice::BorrowPostgres(conn);
+//   engine->WithHostTransaction(**borrowed).Enqueue("send_invoice", payload);
+//   PQexec(conn, "COMMIT");  // the run exists, its workers are notified
+//
+// Its Begin() opens a SAVEPOINT in the host's open transaction and its
+// Commit() releases it: nothing Sluice writes through it is visible to
+// anyone else until the host commits, and a host rollback removes it all,
+// the queue's NOTIFY included. A call of Sluice's that fails rolls back to
+// its savepoint, leaving the host's transaction usable.
+//
+// kInvalidArgument for a null `connection`. kFailedPrecondition, changing
+// nothing, if it is not open, is in pipeline mode, has no open transaction
+// (or an aborted one), does not use client_encoding UTF8, or its database
+// lacks this build's Sluice schema (run MigratePostgres). Begin() checks
+// the connection again each time. While a transaction of Sluice's runs it
+// sets TimeZone, DateStyle and IntervalStyle locally and puts the host's
+// values back after; its statements are not prepared, so nothing stays in
+// the host's session. The role needs sluice_runtime's rights.
+//
+// Use the borrowed backend on the thread that owns `connection`, and
+// destroy it before closing `connection`.
+absl::StatusOr<std::unique_ptr<Backend>> BorrowPostgres(PGconn* connection);
+
+// The `PGconn*` a completion write runs on (TaskContext::WriteOnCompletion);
+// null unless `connection` is a Postgres backend's. The write runs in the
+// completion's transaction, outside pipeline mode: use PQexec/PQexecParams.
+PGconn* PostgresHandle(const NativeConnection& connection);
 
 }  // namespace sluice
 

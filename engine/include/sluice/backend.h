@@ -47,6 +47,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sluice/native_connection.h"
 #include "sluice/records.h"
 
 namespace sluice {
@@ -416,6 +417,17 @@ class Transaction {
   }
   virtual absl::StatusOr<int64_t> CountChildReports() {
     return FanOutUnimplemented();
+  }
+
+  // --- Host transactions ----------------------------------------------------
+
+  // Runs `write` on the connection this transaction runs on, so what it
+  // writes commits or rolls back with the transaction. Its failure is
+  // returned and latched like any call's (the transaction is then unusable);
+  // a `write` that ended the transaction fails it with kFailedPrecondition.
+  // The default passes a NativeConnection with a null handle.
+  virtual absl::Status RunNative(const NativeWrite& write) {
+    return write(NativeConnection{});
   }
 
   // --- Queues (pgmq semantics) -------------------------------------------

@@ -240,6 +240,9 @@ struct TaskResult {
   TaskKey key;
   int attempt = 1;
   absl::StatusOr<Json> outcome;
+  // The handler's own write (TaskContext::WriteOnCompletion), run in the
+  // transaction that completes the task, and only if it does.
+  NativeWrite completion_write;
 };
 
 // What FinishTasks did with one result.
@@ -284,6 +287,8 @@ struct QueueCoverage {
   // The steps on this queue that no live worker serves.
   std::vector<const StepCoverage*> Unserved() const;
 };
+
+class HostTransaction;  // sluice/host_transaction.h
 
 class Engine {
  public:
@@ -471,6 +476,10 @@ class Engine {
   // with that cutoff would delete, counted a page per transaction without
   // reading payloads (a progress total; runs may end or go meanwhile).
   absl::StatusOr<int64_t> CountPrunableRuns(absl::Time finished_before);
+
+  // Starts runs and enqueues jobs inside a host's own transaction, through
+  // a backend borrowed on the host's connection (sluice/host_transaction.h).
+  HostTransaction WithHostTransaction(Backend& borrowed);
 
   // Wakes workers idle on `queue` (all queues if empty).
   void Wake(std::string_view queue = "");

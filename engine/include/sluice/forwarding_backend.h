@@ -292,6 +292,12 @@ class ForwardingTransaction : public Transaction {
     return target_->DeleteInactiveWorkers(inactive_before, limit);
   }
 
+  // --- Host transactions ---
+  absl::Status RunNative(const NativeWrite& write) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("RunNative"));
+    return target_->RunNative(write);
+  }
+
  protected:
   // Runs before every call, named by its method. A non-OK status is returned
   // in place of the call, which then never reaches the target.

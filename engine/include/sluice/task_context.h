@@ -10,6 +10,7 @@
 
 #include "absl/time/time.h"
 #include "sluice/ids.h"
+#include "sluice/native_connection.h"
 
 namespace sluice {
 
@@ -60,10 +61,31 @@ class TaskContext {
   // Logs `message`, prefixed with the flow, step, task and attempt.
   void Log(LogLevel level, std::string_view message) const;
 
+  // Registers the handler's own write, run inside the transaction that
+  // records this attempt's completion, on the backend's connection (see
+  // sluice/native_connection.h): the write and the completion commit
+  // together or not at all. It runs only if the handler returns an output
+  // that completes the task and the attempt still owns the task; a fenced
+  // (stale) attempt, a failure, or a failed completion transaction leaves
+  // no trace of it. If the write itself fails, its transaction is rolled
+  // back and the attempt fails with the write's status (retried as any
+  // failure). A later call replaces an earlier one. The worker may run the
+  // write more than once (a completion retried after a transient error),
+  // each time in a new transaction of which at most one commits.
+  void WriteOnCompletion(NativeWrite write) const {
+    completion_write_ = std::move(write);
+  }
+  // The registered write, taken (the worker hands it to FinishTasks).
+  NativeWrite TakeCompletionWrite() const {
+    return std::move(completion_write_);
+  }
+
  private:
   Info info_;
   CancelToken cancel_;
   LogSink log_;
+  // Set by the handler through a const context; read once it returned.
+  mutable NativeWrite completion_write_;
 };
 
 }  // namespace sluice
