@@ -9,6 +9,7 @@
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "wait_steps.h"
 
 namespace sluice {
 namespace {
@@ -18,7 +19,17 @@ constexpr int kMaxClaimBatch = 1000;
 // kUnreadable: a queued task whose stored row can't be read (its input, or
 // its status, which then reads as queued). It is failed instead of handed
 // to a handler, its message archived, and its run failed by report.
-enum class Verdict { kClaim, kDuplicate, kArchive, kUnreadable, kFatal };
+// kWaitTimeout: a queued Wait step's task, whose message became visible
+// because its timeout passed: the engine applies the timeout policy; no
+// handler runs, so any worker of the queue may do it.
+enum class Verdict {
+  kClaim,
+  kDuplicate,
+  kArchive,
+  kUnreadable,
+  kWaitTimeout,
+  kFatal
+};
 
 struct Classified {
   Verdict verdict = Verdict::kFatal;
@@ -53,7 +64,10 @@ absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
     }
     for (size_t i = 0; i < steps.size() && i < (*flow)->steps().size(); ++i) {
       const CompiledStep& step = (*flow)->step(static_cast<int>(i));
-      if (!steps[i] || step.shape->queue_name != request.queue) continue;
+      if (!steps[i] || step.shape->queue_name != request.queue ||
+          step.is_wait()) {
+        continue;  // a Wait step's task is never leased
+      }
       if (common && *common != step.timeout) return options.claim_grace;
       common = step.timeout;
     }
@@ -170,6 +184,9 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
               t.queue_name != request.queue ? t.queue_name
                                             : c.step->shape->queue_name,
               "\"");
+        } else if (t.status == TaskStatus::kQueued && t.unreadable.empty() &&
+                   c.step->is_wait()) {
+          c.verdict = Verdict::kWaitTimeout;
         } else if (!request.served.Contains(t.flow_slug, t.key.step_index)) {
           c.problem = StrCat("message ", ids[i], " is for flow \"", t.flow_slug,
                              "\" step \"", c.step->shape->slug,
@@ -202,6 +219,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   std::vector<VisibilityUpdate> visibility;
   std::vector<int64_t> archive;
   std::vector<OutboxReport> reports;
+  std::vector<AttemptRecord> wait_attempts;  // one per kWaitTimeout update
+  std::vector<ReportKind> wait_reports;
   updates.reserve(ids.size());
   update_index.reserve(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -254,17 +273,47 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
                           ids[i], ": ", updates.back().task.error,
                           "; failed its task and archived the message"));
         break;
+      case Verdict::kWaitTimeout: {
+        WaitEnd end =
+            EndWait(t, *verdicts[i].step, std::nullopt, request.worker_id, now);
+        end.update.skip_if_locked = true;  // a claim never waits on a task
+        updates.push_back(std::move(end.update));
+        update_index.push_back(i);
+        wait_attempts.push_back(std::move(end.attempt));
+        wait_reports.push_back(end.report);
+        break;
+      }
       case Verdict::kFatal:
         break;
     }
   }
   std::vector<ClaimedTask> claimed;
+  std::vector<AttemptRecord> timed_out;  // ledger entries of ended waits
   if (!updates.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx->UpdateTasks(updates));
     claimed.reserve(updates.size());
+    size_t next_wait = 0;
     for (size_t u = 0; u < updates.size(); ++u) {
-      if (verdicts[update_index[u]].verdict == Verdict::kUnreadable) continue;
+      Verdict verdict = verdicts[update_index[u]].verdict;
+      if (verdict == Verdict::kUnreadable) continue;
+      if (verdict == Verdict::kWaitTimeout) {
+        size_t w = next_wait++;
+        if (!applied[u]) {
+          // A signal is ending it; look again soon to archive the message.
+          visibility.push_back(
+              {ids[update_index[u]], now + options.claim_grace});
+          continue;
+        }
+        const TaskRecord& ended = updates[u].task;
+        archive.push_back(ids[update_index[u]]);
+        timed_out.push_back(std::move(wait_attempts[w]));
+        reports.push_back(OutboxReport{.task = ended.key,
+                                       .flow_slug = ended.flow_slug,
+                                       .kind = wait_reports[w],
+                                       .created_at = now});
+        continue;
+      }
       if (!applied[u]) {
         // Changed since the read, or held by another transaction (one that
         // may be ending the task): not ours. Let the message be read again
@@ -300,6 +349,7 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   if (!archive.empty()) {
     SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(request.queue, archive, now));
   }
+  if (!timed_out.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(timed_out));
   std::vector<int64_t> report_ids;
   if (!reports.empty()) {
     SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
@@ -309,7 +359,8 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   // The push path; the reconcile path catches them if this fails.
   if (absl::Status applied = ApplyReports(report_ids); !applied.ok()) {
     impl_->Log(LogLevel::kWarning,
-               StrCat("claim: applying reports of unreadable tasks failed (",
+               StrCat("claim: applying reports of unreadable tasks and timed "
+                      "out waits failed (",
                       applied.ToString(), "); the sweeper will apply them"));
   }
   return claimed;

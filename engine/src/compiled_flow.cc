@@ -45,7 +45,7 @@ absl::StatusOr<std::shared_ptr<const CompiledFlow>> CompiledFlow::Compile(
   }
   for (CompiledStep& step : flow->steps_) {
     step.is_leaf = step.dependents.empty();
-    if (step.shape->kind == StepKind::kSingle) {
+    if (step.shape->kind != StepKind::kMap) {
       for (int d : step.dependents) {
         if (s.steps[d].kind == StepKind::kMap) step.feeds_map = true;
       }

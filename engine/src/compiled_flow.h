@@ -21,13 +21,15 @@ struct CompiledStep {
   std::vector<int> dependents;    // indices, ascending
   bool is_leaf = false;
   bool is_root_map = false;
-  bool feeds_map = false;  // a single step with a dependent map step
+  bool feeds_map = false;  // a single or Wait step with a dependent map step
   // Effective options: the step's, else the flow's.
   int max_attempts = 1;
   absl::Duration base_delay;
   BackoffKind backoff = BackoffKind::kExponential;
   absl::Duration timeout;
   absl::Duration start_delay;
+
+  bool is_wait() const { return shape->kind == StepKind::kWait; }
 };
 
 class CompiledFlow {

@@ -85,9 +85,12 @@ absl::StatusOr<std::vector<QueueCoverage>> Engine::Coverage(
         queue.flows.push_back(shape.slug);
       }
       StepCoverage covered{alias, shape.slug, step.slug, 0};
+      // A Wait step needs no handler: any worker of its queue applies its
+      // timeout (docs/decisions/0030-signals.md).
+      bool any_worker = step.kind == StepKind::kWait;
       for (const WorkerRecord& w : workers) {
         if (w.queue_name == step.queue_name &&
-            Serves(w, shape.slug, step.slug)) {
+            (any_worker || Serves(w, shape.slug, step.slug))) {
           ++covered.live_workers;
         }
       }

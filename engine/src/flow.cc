@@ -19,6 +19,7 @@ constexpr size_t kMaxSlugLength = 128;
 constexpr int kMaxAttemptsLimit = 10'000;
 constexpr absl::Duration kMaxTimeout = absl::Hours(24 * 7);
 constexpr absl::Duration kMaxStartDelay = absl::Hours(24 * 365);
+constexpr absl::Duration kMaxWaitTimeout = absl::Hours(24 * 365 * 10);
 
 bool IsSlugStart(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
@@ -120,10 +121,67 @@ absl::Status CheckStepSpec(std::string_view owner, const StepSpec& spec) {
   return absl::OkStatus();
 }
 
+// A Wait step runs no handler, so the options that shape handler attempts
+// would silently mean nothing: refuse them.
+absl::Status CheckWaitStep(std::string_view owner, const StepSpec& spec,
+                           const WaitSpec& wait) {
+  auto refuse = [&](std::string_view option) {
+    return absl::InvalidArgumentError(StrCat(
+        owner, " is a Wait step: StepSpec::", option,
+        " has no meaning there (a Wait step runs no handler; WaitSpec::timeout "
+        "bounds its wait)"));
+  };
+  if (spec.max_attempts) return refuse("max_attempts");
+  if (spec.base_delay) return refuse("base_delay");
+  if (spec.backoff) return refuse("backoff");
+  if (spec.timeout) return refuse("timeout");
+  if (spec.start_delay) return refuse("start_delay");
+  if (wait.on_timeout != WaitTimeoutPolicy::kFail &&
+      wait.on_timeout != WaitTimeoutPolicy::kComplete) {
+    return absl::InvalidArgumentError(StrCat(owner, ": WaitSpec::on_timeout ",
+                                             static_cast<int>(wait.on_timeout),
+                                             " is not kFail or kComplete"));
+  }
+  if (wait.timeout) {
+    SLUICE_RETURN_IF_ERROR(CheckDuration(owner, "WaitSpec::timeout",
+                                         *wait.timeout, absl::ZeroDuration(),
+                                         true, kMaxWaitTimeout));
+  } else if (wait.on_timeout == WaitTimeoutPolicy::kComplete) {
+    return absl::InvalidArgumentError(
+        StrCat(owner,
+               ": WaitSpec::on_timeout is kComplete but no "
+               "WaitSpec::timeout is set; set a timeout or drop the "
+               "policy"));
+  }
+  if (wait.on_timeout == WaitTimeoutPolicy::kFail) {
+    if (!wait.timeout_output.is_null()) {
+      return absl::InvalidArgumentError(
+          StrCat(owner,
+                 ": WaitSpec::timeout_output is set but on_timeout is "
+                 "kFail; use kComplete to complete with it"));
+    }
+    return absl::OkStatus();
+  }
+  return CheckJsonValue(wait.timeout_output,
+                        StrCat(owner, ": WaitSpec::timeout_output"));
+}
+
 }  // namespace
 
 std::string_view ToString(StepKind kind) {
-  return kind == StepKind::kMap ? "map" : "single";
+  switch (kind) {
+    case StepKind::kSingle:
+      return "single";
+    case StepKind::kMap:
+      return "map";
+    case StepKind::kWait:
+      return "wait";
+  }
+  return "unknown";
+}
+
+std::string_view ToString(WaitTimeoutPolicy policy) {
+  return policy == WaitTimeoutPolicy::kComplete ? "complete" : "fail";
 }
 
 std::string_view ToString(Policy policy) {
@@ -256,6 +314,14 @@ Flow& Flow::Map(std::string slug, StepSpec spec, Handler handler) {
              std::move(handler));
 }
 
+Flow& Flow::Wait(std::string slug, WaitSpec wait) {
+  return Wait(std::move(slug), StepSpec(), std::move(wait));
+}
+Flow& Flow::Wait(std::string slug, StepSpec spec, WaitSpec wait) {
+  return Add(std::move(slug), StepKind::kWait, std::move(spec), nullptr,
+             std::move(wait));
+}
+
 Flow& Flow::Alias(std::string alias) {
   absl::Status status =
       ValidateSlug(alias, StrCat("flow \"", shape_.slug, "\": alias"));
@@ -264,8 +330,8 @@ Flow& Flow::Alias(std::string alias) {
   return *this;
 }
 
-Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
-                Handler handler) {
+Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec, Handler handler,
+                WaitSpec wait) {
   absl::Status status = [&]() -> absl::Status {
     std::string flow_name = StrCat("flow \"", shape_.slug, "\"");
     if (auto s = ValidateSlug(slug, StrCat(flow_name, ": step")); !s.ok()) {
@@ -299,6 +365,9 @@ Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
           " dependencies; a map step maps over the run input or over exactly "
           "one dependency's output"));
     }
+    if (kind == StepKind::kWait) {
+      SLUICE_RETURN_IF_ERROR(CheckWaitStep(owner, spec, wait));
+    }
     return CheckStepSpec(owner, spec);
   }();
   if (first_error_.ok() && !status.ok()) first_error_ = status;
@@ -311,6 +380,7 @@ Flow& Flow::Add(std::string slug, StepKind kind, StepSpec spec,
   step.slug = std::move(slug);
   step.kind = kind;
   step.spec = std::move(spec);
+  step.wait = std::move(wait);
   step.queue_name = queue.ok() ? *std::move(queue) : std::string();
   shape_.steps.push_back(std::move(step));
   handlers_.push_back(std::move(handler));
@@ -323,7 +393,31 @@ absl::Status Flow::Validate() const {
     return absl::InvalidArgumentError(StrCat(
         "flow \"", shape_.slug, "\" has no steps; add at least one step"));
   }
+  SLUICE_RETURN_IF_ERROR(ValidateWaitOutputs());
   return ValidateQueues();
+}
+
+// A map step over a Wait step's output needs an array; a timeout output
+// known now is checked now rather than failing runs later.
+absl::Status Flow::ValidateWaitOutputs() const {
+  for (const StepShape& step : shape_.steps) {
+    if (step.kind != StepKind::kMap || step.spec.depends_on.size() != 1) {
+      continue;
+    }
+    const StepShape& source =
+        shape_.steps[shape_.StepIndex(step.spec.depends_on.front())];
+    if (source.kind != StepKind::kWait ||
+        source.wait.on_timeout != WaitTimeoutPolicy::kComplete ||
+        source.wait.timeout_output.is_array()) {
+      continue;
+    }
+    return absl::InvalidArgumentError(
+        StrCat("flow \"", shape_.slug, "\": Wait step \"", source.slug,
+               "\" feeds map step \"", step.slug,
+               "\", so its WaitSpec::timeout_output must be a JSON array, not ",
+               JsonTypeName(source.wait.timeout_output)));
+  }
+  return absl::OkStatus();
 }
 
 // The queue checks that depend on every step: the mode is known only once
@@ -359,7 +453,7 @@ absl::Status Flow::ValidateQueues() const {
 absl::Status Flow::ValidateForWorker() const {
   if (auto s = Validate(); !s.ok()) return s;
   for (size_t i = 0; i < shape_.steps.size(); ++i) {
-    if (!handlers_[i]) {
+    if (!handlers_[i] && shape_.steps[i].kind != StepKind::kWait) {
       return absl::InvalidArgumentError(
           StrCat("flow \"", shape_.slug, "\": step \"", shape_.steps[i].slug,
                  "\" has no handler"));

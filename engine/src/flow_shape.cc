@@ -33,6 +33,18 @@ json::object StepOptionsJson(const StepSpec& spec) {
   return o;
 }
 
+// A Wait step's settings as stored: the timeout only when set, the output
+// only when the policy completes with it.
+json::object WaitJson(const WaitSpec& wait) {
+  json::object o;
+  if (wait.timeout) o["timeout_us"] = DurationJson(*wait.timeout);
+  o["on_timeout"] = std::string(ToString(wait.on_timeout));
+  if (wait.on_timeout == WaitTimeoutPolicy::kComplete) {
+    o["timeout_output"] = wait.timeout_output;
+  }
+  return o;
+}
+
 absl::StatusOr<int64_t> IntField(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || !v->is_int64()) {
@@ -77,6 +89,32 @@ std::optional<absl::Duration> OptionalDuration(const json::object& o,
   return absl::Microseconds(v->get_int64());
 }
 
+absl::StatusOr<StepKind> ParseKind(const std::string& text) {
+  if (text == "single") return StepKind::kSingle;
+  if (text == "map") return StepKind::kMap;
+  if (text == "wait") return StepKind::kWait;
+  return Corrupt(StrCat("unknown step kind \"", text, "\""));
+}
+
+absl::StatusOr<WaitSpec> ParseWait(const json::object& step) {
+  const json::value* v = step.if_contains("wait");
+  if (v == nullptr || !v->is_object()) return Corrupt("a Wait step's \"wait\"");
+  const json::object& o = v->get_object();
+  WaitSpec wait;
+  wait.timeout = OptionalDuration(o, "timeout_us");
+  absl::StatusOr<std::string> policy = StringField(o, "on_timeout");
+  if (!policy.ok()) return policy.status();
+  if (*policy == "complete") {
+    wait.on_timeout = WaitTimeoutPolicy::kComplete;
+    if (const json::value* out = o.if_contains("timeout_output")) {
+      wait.timeout_output = *out;
+    }
+  } else if (*policy != "fail") {
+    return Corrupt(StrCat("unknown on_timeout \"", *policy, "\""));
+  }
+  return wait;
+}
+
 std::string DescribeDuration(const std::optional<absl::Duration>& d) {
   return d ? absl::FormatDuration(*d) : "unset";
 }
@@ -92,6 +130,19 @@ void CompareField(std::vector<std::string>& out, std::string_view owner,
   if (here == stored) return;
   out.push_back(StrCat(owner, field, " is ", describe(here), " here but ",
                        describe(stored), " in the stored flow"));
+}
+
+void CompareWait(std::vector<std::string>& out, std::string_view owner,
+                 const WaitSpec& here, const WaitSpec& stored) {
+  CompareField(out, owner, "wait timeout", here.timeout, stored.timeout,
+               DescribeDuration);
+  CompareField(out, owner, "wait on_timeout",
+               std::string(ToString(here.on_timeout)),
+               std::string(ToString(stored.on_timeout)),
+               [](const std::string& v) { return v; });
+  CompareField(out, owner, "wait timeout_output", here.timeout_output,
+               stored.timeout_output,
+               [](const Json& v) { return SerializeJson(v); });
 }
 
 }  // namespace
@@ -125,6 +176,7 @@ Json FlowShape::ToJson() const {
     if (step.spec.if_not_pattern) s["if_not"] = *step.spec.if_not_pattern;
     s["when_unmet"] = std::string(ToString(step.spec.when_unmet));
     s["when_exhausted"] = std::string(ToString(step.spec.when_exhausted));
+    if (step.kind == StepKind::kWait) s["wait"] = WaitJson(step.wait);
     steps_json.emplace_back(std::move(s));
   }
   root["steps"] = std::move(steps_json);
@@ -171,7 +223,14 @@ absl::StatusOr<FlowShape> FlowShape::FromJson(const Json& value) {
       if (!f->ok()) return f->status();
     }
     step.slug = *step_slug;
-    step.kind = *kind == "map" ? StepKind::kMap : StepKind::kSingle;
+    absl::StatusOr<StepKind> step_kind = ParseKind(*kind);
+    if (!step_kind.ok()) return step_kind.status();
+    step.kind = *step_kind;
+    if (step.kind == StepKind::kWait) {
+      absl::StatusOr<WaitSpec> wait = ParseWait(s);
+      if (!wait.ok()) return wait.status();
+      step.wait = *std::move(wait);
+    }
     step.queue_name = *queue;
     absl::StatusOr<Policy> unmet_policy = ParsePolicy(*unmet);
     absl::StatusOr<Policy> exhausted_policy = ParsePolicy(*exhausted);
@@ -277,6 +336,9 @@ std::vector<std::string> FlowShape::DifferencesFrom(
                  policy);
     CompareField(out, owner, "when_exhausted", a.spec.when_exhausted,
                  b.spec.when_exhausted, policy);
+    if (a.kind == StepKind::kWait && b.kind == StepKind::kWait) {
+      CompareWait(out, owner, a.wait, b.wait);
+    }
   }
   for (size_t i = common; i < steps.size(); ++i) {
     out.push_back(StrCat("step ", i, " (\"", steps[i].slug, "\") is new here"));

@@ -9,6 +9,7 @@
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "wait_steps.h"
 #include "write_batch.h"
 
 namespace sluice {
@@ -138,9 +139,12 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
     messages.reserve(indexes.size());
     for (size_t i : indexes) {
       const TaskRecord& t = tasks[i];
-      messages.push_back(OutgoingMessage{
-          MessageBody(t, run_text, flow->step(t.key.step_index).shape->slug),
-          now, run.priority});
+      const CompiledStep& step = flow->step(t.key.step_index);
+      // A Wait step waits afresh: its timeout counts from now.
+      absl::Time visible_at = step.is_wait() ? WaitVisibleAt(step, now) : now;
+      messages.push_back(
+          OutgoingMessage{MessageBody(t, run_text, step.shape->slug),
+                          visible_at, run.priority});
     }
     SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
                             tx->SendMessages(queue, messages, now));

@@ -6,6 +6,7 @@
 #include "run_options.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "wait_steps.h"
 
 namespace sluice {
 namespace {
@@ -60,7 +61,7 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
     s.remaining_deps = static_cast<int>(step.dependencies.size());
     if (step.is_root_map) {
       s.initial_tasks = static_cast<int>(input.as_array().size());
-    } else if (step.shape->kind == StepKind::kSingle) {
+    } else if (step.shape->kind != StepKind::kMap) {
       s.initial_tasks = 1;
     }
   }
@@ -194,7 +195,7 @@ absl::Status RunProgress::Advance() {
 absl::Status RunProgress::ResolveReadyStep(int step) {
   const CompiledStep& s = ctx_.flow.step(step);
   const StepSpec& spec = s.shape->spec;
-  bool needs_input = HasCondition(spec) || s.shape->kind == StepKind::kSingle;
+  bool needs_input = HasCondition(spec) || s.shape->kind != StepKind::kMap;
   Json input;
   if (needs_input) {
     SLUICE_RETURN_IF_ERROR(LoadPayloads());
@@ -241,6 +242,7 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
     visible_at = *not_before_;
   }
   visible_at += s.start_delay;
+  if (s.is_wait()) visible_at = WaitVisibleAt(s, visible_at);
   auto create = [&](int task_index, Json task_input) {
     TaskRecord task;
     task.key = TaskKey{run_.run_id, step, task_index};
@@ -253,8 +255,9 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
     new_tasks_[step].push_back(ctx_.writes.CreateTask(
         std::move(task), std::move(body), visible_at, run_.priority));
   };
-  if (s.shape->kind == StepKind::kSingle) {
+  if (s.shape->kind != StepKind::kMap) {
     create(0, input);
+    if (s.is_wait() && st.output.has_value()) return DeliverHeldSignal(step);
     return absl::OkStatus();
   }
   const Json& source =
@@ -266,6 +269,22 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
     create(static_cast<int>(k), elements[k]);
   }
   return absl::OkStatus();
+}
+
+// A signal reached the Wait step `step` before it started (Engine::Signal
+// held it in the step's output): the task just created completes with it,
+// and so does the step, in this transaction.
+absl::Status RunProgress::DeliverHeldSignal(int step) {
+  Json payload = *state(step).output;
+  size_t handle = new_tasks_[step].back();
+  new_tasks_[step].clear();  // ended here: nothing left to end
+  TaskRecord& task = ctx_.writes.NewTask(handle);
+  WaitEnd end = EndWait(task, ctx_.flow.step(step), payload,
+                        /*worker_id=*/"", ctx_.now);
+  task = std::move(end.update.task);
+  ctx_.writes.EndNewTask(handle, TaskStatus::kCompleted, ctx_.now);
+  ctx_.writes.AppendAttempt(std::move(end.attempt));
+  return CompleteStep(step, std::move(payload));
 }
 
 absl::Status RunProgress::CompleteStep(int step, Json output) {
@@ -315,6 +334,7 @@ absl::Status RunProgress::SkipStep(int step, SkipReason reason,
   st.skip_reason = reason;
   st.error = error;
   st.finished_at = ctx_.now;
+  st.output.reset();  // a signal held for it is dropped
   MarkDirty(step);
   Emit(EventKind::kStepSkipped, step, std::nullopt, error, reason);
   SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(step, TaskStatus::kSkipped));
@@ -341,6 +361,7 @@ absl::Status RunProgress::SkipCascade(int step, SkipReason reason,
     st.skip_reason = trigger ? reason : SkipReason::kDependencySkipped;
     st.error = trigger ? error : "";
     st.finished_at = ctx_.now;
+    st.output.reset();  // a signal held for it is dropped
     MarkDirty(i);
     Emit(EventKind::kStepSkipped, i, std::nullopt, st.error, st.skip_reason);
     SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(i, TaskStatus::kSkipped));
@@ -355,6 +376,7 @@ absl::Status RunProgress::FailStep(int step, const std::string& error) {
   st.status = StepStatus::kFailed;
   st.error = error;
   st.finished_at = ctx_.now;
+  st.output.reset();  // a signal held for it is dropped
   MarkDirty(step);
   Emit(EventKind::kStepFailed, step, std::nullopt, error);
   return EndRun(RunStatus::kFailed, error);
@@ -374,6 +396,7 @@ absl::Status RunProgress::EndRun(RunStatus status, const std::string& error) {
     if (IsTerminal(st.status)) continue;
     st.status = StepStatus::kCancelled;
     st.finished_at = ctx_.now;
+    st.output.reset();  // a signal held for it is dropped
     MarkDirty(i);
   }
   return absl::OkStatus();
@@ -471,7 +494,7 @@ absl::Status RunProgress::CompleteTasks(int step, int count,
                               "\": ", outputs->unreadable)));
   }
   std::vector<std::optional<Json>>& values = outputs->outputs;
-  if (ctx_.flow.step(step).shape->kind == StepKind::kSingle) {
+  if (ctx_.flow.step(step).shape->kind != StepKind::kMap) {
     Json output = values.empty() ? Json() : values[0].value_or(Json());
     return CompleteStep(step, std::move(output));
   }

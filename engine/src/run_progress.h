@@ -125,6 +125,7 @@ class RunProgress {
   absl::StatusOr<Json> StepInput(int step);
   absl::Status ResolveReadyStep(int step);
   absl::Status StartStep(int step, const Json& input);
+  absl::Status DeliverHeldSignal(int step);
   absl::Status CompleteStep(int step, Json output);
   absl::Status ReleaseDependents(int step);
   absl::Status SkipStep(int step, SkipReason reason, const std::string& error);

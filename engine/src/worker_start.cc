@@ -153,7 +153,8 @@ absl::StatusOr<WorkerPlan> PlanWorker(const WorkerSpec& spec) {
                    shape.slug, "\" is on queue \"", step.queue_name,
                    "\", not on the worker's queue \"", plan.queue, "\""));
       }
-      if (!served.flow->handler(index)) {
+      // A Wait step runs no handler: the claim applies its timeout.
+      if (!served.flow->handler(index) && step.kind != StepKind::kWait) {
         return absl::InvalidArgumentError(StrCat("flow \"", shape.slug,
                                                  "\": step \"", step.slug,
                                                  "\" has no handler"));

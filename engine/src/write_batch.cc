@@ -104,6 +104,9 @@ absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
     SLUICE_RETURN_IF_ERROR(tx.InsertStepStates(new_step_states_));
   }
   SLUICE_RETURN_IF_ERROR(SendAndInsertTasks(tx, now, effects));
+  if (!new_attempts_.empty()) {
+    SLUICE_RETURN_IF_ERROR(tx.AppendAttempts(new_attempts_));
+  }
   if (!updated_runs_.empty())
     SLUICE_RETURN_IF_ERROR(tx.UpdateRuns(updated_runs_));
   if (!updated_step_states_.empty()) {

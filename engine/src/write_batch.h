@@ -60,6 +60,12 @@ class WriteBatch {
   // Gives a task created in this batch a terminal status before it is
   // written; its message is archived as soon as it is sent.
   void EndNewTask(size_t handle, TaskStatus status, absl::Time now);
+  // A task created in this batch, to change before it is written.
+  TaskRecord& NewTask(size_t handle) { return new_tasks_[handle]; }
+  // A ledger entry of a task created in this batch (written after it).
+  void AppendAttempt(AttemptRecord attempt) {
+    new_attempts_.push_back(std::move(attempt));
+  }
 
   void Archive(const std::string& queue, int64_t message_id) {
     archives_[queue].push_back(message_id);
@@ -82,6 +88,7 @@ class WriteBatch {
   std::vector<TaskRecord> new_tasks_;
   std::vector<OutgoingMessage> new_messages_;  // one per new task
   std::vector<bool> archive_new_;              // one per new task
+  std::vector<AttemptRecord> new_attempts_;    // of new tasks
   std::vector<RunRecord> updated_runs_;
   std::vector<StepStateRecord> updated_step_states_;
   std::vector<TaskUpdate> task_updates_;

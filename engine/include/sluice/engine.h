@@ -91,6 +91,18 @@ struct RunView {
   std::vector<AttemptRecord> attempts;
 };
 
+// What Engine::Signal did.
+enum class SignalOutcome {
+  // The Wait step's task completed with the payload; its run goes on.
+  kDelivered,
+  // The step has not started yet (its dependencies are not all done): the
+  // payload is kept, and the step completes with it as soon as it starts.
+  kHeld,
+  // An earlier signal was delivered or held; this one changed nothing.
+  kAlreadySignalled,
+};
+std::string_view ToString(SignalOutcome outcome);
+
 // How CancelRun treats tasks already started.
 enum class CancelMode {
   // Queued tasks are cancelled at once; started ones are asked to stop (their
@@ -358,6 +370,23 @@ class Engine {
   // returns an empty list.
   absl::StatusOr<std::vector<EnqueueResult>> EnqueueMany(
       std::string_view job_name, std::span<const EnqueueItem> items);
+
+  // --- Signals (Wait steps) ------------------------------------------------
+
+  // Delivers `payload` to the Wait step `step` of a run: it becomes the
+  // step's output and the run goes on (dependents start). Idempotent per
+  // (run, step): a second signal returns kAlreadySignalled and changes
+  // nothing. A signal that comes before the step has started is held (see
+  // SignalOutcome::kHeld). Errors change nothing: kNotFound for an unknown
+  // run, or a step its flow does not have; kInvalidArgument for a step that
+  // is not a Wait step, a nil run id, or a payload that is not valid JSON
+  // within max_payload_bytes (or not an array, for a Wait step feeding a
+  // map step); kFailedPrecondition for a run that ended or is being
+  // cancelled, or a step that already ended another way (timed out,
+  // skipped); kAborted if its timeout fired at the same moment (retry).
+  absl::StatusOr<SignalOutcome> Signal(const RunId& run_id,
+                                       std::string_view step,
+                                       const Json& payload);
 
   // Cancels a started run. kFailedPrecondition if the run already ended.
   absl::Status CancelRun(const RunId& run_id,

@@ -12,6 +12,15 @@
 // its one dependency's output); each task's input is its element and the
 // step's output is the array of task outputs in element order.
 //
+// A Wait step runs no handler: its task parks until the host calls
+// Engine::Signal(run_id, step, payload), and the payload is its output
+// (docs/user-guide.md, "Signals"):
+//
+//   flow.Step("send_link", SendLink)
+//       .Wait("clicked", {.depends_on = {"send_link"}},
+//             {.timeout = absl::Hours(48)})
+//       .Step("activate", {.depends_on = {"clicked"}}, Activate);
+//
 // Builder calls never fail: the first problem is recorded and returned by
 // Validate(), which every engine entry point calls before touching a backend.
 #ifndef SLUICE_FLOW_H_
@@ -34,7 +43,8 @@
 
 namespace sluice {
 
-enum class StepKind { kSingle, kMap };
+// kWait: a single step whose output comes from Engine::Signal, not a handler.
+enum class StepKind { kSingle, kMap, kWait };
 
 // What happens when a step's condition is unmet or its attempts run out.
 enum class Policy {
@@ -127,11 +137,35 @@ struct StepSpec {
   std::string queue;
 };
 
+// What a Wait step does when its timeout passes without a signal.
+enum class WaitTimeoutPolicy {
+  // Its task fails (no retry); the step's when_exhausted decides what
+  // follows (by default the run fails).
+  kFail,
+  // Its task completes with WaitSpec::timeout_output, as if signalled.
+  kComplete,
+};
+std::string_view ToString(WaitTimeoutPolicy policy);
+
+// A Wait step's settings.
+struct WaitSpec {
+  // How long the step waits once it has started (its dependencies
+  // completed); unset: until a signal comes or its run is cancelled. The
+  // timeout fires when a worker of the step's queue next claims.
+  std::optional<absl::Duration> timeout;
+  WaitTimeoutPolicy on_timeout = WaitTimeoutPolicy::kFail;
+  // The step's output when the timeout completes it (kComplete only).
+  Json timeout_output;
+
+  friend bool operator==(const WaitSpec&, const WaitSpec&) = default;
+};
+
 // A step as stored: everything but the handler.
 struct StepShape {
   std::string slug;
   StepKind kind = StepKind::kSingle;
   StepSpec spec;
+  WaitSpec wait;           // a kWait step's settings; default for other kinds
   std::string queue_name;  // physical queue for this step's tasks
 };
 
@@ -184,6 +218,14 @@ class Flow {
   Flow& Step(std::string slug, StepSpec spec, Handler handler = nullptr);
   Flow& Map(std::string slug, Handler handler);
   Flow& Map(std::string slug, StepSpec spec, Handler handler = nullptr);
+  // A Wait step (see above). From `spec` it takes depends_on, the
+  // conditions and their policies, and queue; attempts, delays, timeout and
+  // start_delay are refused (a Wait step runs no handler; `wait.timeout`
+  // bounds the wait).
+  Flow& Wait(std::string slug, WaitSpec wait = {});
+  // (No default for `wait` here: `Wait(slug, {.timeout = ...})` must mean
+  // WaitSpec::timeout, never StepSpec::timeout.)
+  Flow& Wait(std::string slug, StepSpec spec, WaitSpec wait);
   // The alias this version belongs to (default: the slug itself). Fixed at
   // the slug's first deployment; not part of the shape, so it is neither
   // stored in the definition nor compared by DifferencesFrom.
@@ -193,9 +235,11 @@ class Flow {
   // step, an unknown or self dependency, a map step with more than one
   // dependency, a queue name over 47 characters (in step mode: a step whose
   // index-form name is too long), a step with no queue in explicit mode, an
-  // invalid option or pattern.
+  // invalid option or pattern, a Wait step with a handler option or a bad
+  // WaitSpec, a Wait step that completes on timeout with a non-array output
+  // feeding a map step.
   absl::Status Validate() const;
-  // Validate(), plus: every step has a handler.
+  // Validate(), plus: every step but the Wait steps has a handler.
   absl::Status ValidateForWorker() const;
 
   const std::string& slug() const { return shape_.slug; }
@@ -207,12 +251,14 @@ class Flow {
   const Handler& handler(int step_index) const { return handlers_[step_index]; }
 
  private:
-  Flow& Add(std::string slug, StepKind kind, StepSpec spec, Handler handler);
+  Flow& Add(std::string slug, StepKind kind, StepSpec spec, Handler handler,
+            WaitSpec wait = {});
   // The queue of the step `slug` about to be added with `spec` (see
   // QueueMode), or why it has none.
   absl::StatusOr<std::string> StepQueue(std::string_view slug,
                                         const StepSpec& spec) const;
   absl::Status ValidateQueues() const;
+  absl::Status ValidateWaitOutputs() const;
 
   FlowShape shape_;
   std::string alias_;
