@@ -1,7 +1,10 @@
 // The Transaction contract, v6 fan-out children: child links (in a parent's
 // store) and child reports (in a child's store), and parked (waiting) tasks
 // (see backend_contract_fixture.h and sluice/backend.h's "Fan-out children").
+#include <stdlib.h>
+
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -15,6 +18,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/backend.h"
+#include "sluice/backends.h"
 #include "sluice/records.h"
 #include "support/postgres_sql.h"
 #include "support/sqlite_test_support.h"
@@ -33,14 +37,21 @@ class ChildrenContractTest : public BackendContractTest {
   void SetUp() override {
     BackendContractTest::SetUp();
     if (IsSkipped() || HasFatalFailure()) return;
-    std::unique_ptr<Transaction> tx = Begin();
-    ASSERT_NE(tx, nullptr);
-    const absl::Status status = tx->CountChildReports().status();
+    absl::Status status;
+    {
+      std::unique_ptr<Transaction> tx = Begin();
+      ASSERT_NE(tx, nullptr);
+      status = tx->CountChildReports().status();
+    }
     if (status.code() == absl::StatusCode::kUnimplemented) {
       GTEST_SKIP() << GetParam() << " does not offer fan-out yet: " << status;
     }
-    // Run 1 (steps 0 and 1) with parent tasks 1/0/0 and 1/0/1; run 2 with
-    // parent task 2/0/0.
+    Seed();
+  }
+
+  // Run 1 (steps 0 and 1) with parent tasks 1/0/0 and 1/0/1; run 2 with
+  // parent task 2/0/0.
+  void Seed() {
     SeedRun();
     Committed([&](Transaction& tx) {
       ASSERT_OK(tx.InsertRuns(Movable({MakeRun(2)})));
@@ -49,6 +60,54 @@ class ChildrenContractTest : public BackendContractTest {
           Movable({Waiting(MakeTask(1, 0, 0, 1)), Waiting(MakeTask(1, 0, 1, 2)),
                    Waiting(MakeTask(2, 0, 0, 3))})));
     });
+  }
+
+  void TearDown() override {
+    BackendContractTest::TearDown();  // closes backend_ first
+    own_database_.reset();
+    if (!own_dir_.empty()) {
+      std::error_code ignored;
+      std::filesystem::remove_all(own_dir_, ignored);
+    }
+  }
+
+  // Replaces the backend with one on a store of this test's own, whose rows
+  // it can edit from outside (EditStoredRows), and seeds it; false on
+  // memory, which keeps no stored text.
+  bool UseOwnStore() {
+    std::string url;
+    if (GetParam() == "sqlite") {
+      char dir[] = "/tmp/sluice-children-XXXXXX";
+      if (mkdtemp(dir) == nullptr) return false;
+      own_dir_ = dir;
+      url = StrCat("sqlite:", own_dir_, "/children.db");
+    } else if (GetParam() == "postgres") {
+      absl::StatusOr<std::unique_ptr<testing::TestDatabase>> database =
+          testing::TestDatabase::Create();
+      EXPECT_TRUE(database.ok()) << database.status();
+      if (!database.ok()) return false;
+      own_database_ = std::move(*database);
+      url = own_database_->url();
+    } else {
+      return false;
+    }
+    backend_.reset();
+    absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url);
+    EXPECT_TRUE(backend.ok()) << backend.status();
+    if (!backend.ok()) return false;
+    backend_ = std::move(*backend);
+    Seed();
+    return true;
+  }
+
+  // Runs the SQL for this backend on the store UseOwnStore() made.
+  void EditStoredRows(const std::string& sqlite_sql,
+                      const std::string& postgres_sql) {
+    if (GetParam() == "sqlite") {
+      sqlite_testing::RawDatabase(own_dir_ + "/children.db").Exec(sqlite_sql);
+    } else {
+      testing::SqlSession(own_database_->url()).Script(postgres_sql);
+    }
   }
 
   static TaskRecord Waiting(TaskRecord task) {
@@ -142,20 +201,8 @@ class ChildrenContractTest : public BackendContractTest {
     return out;
   }
 
-  // Runs `sql` for this backend on the store from outside the backend;
-  // false (nothing run) on memory.
-  bool EditStoredRows(const std::string& sqlite_sql,
-                      const std::string& postgres_sql) {
-    if (GetParam() == "sqlite") {
-      sqlite_testing::RawDatabase(sqlite_path()).Exec(sqlite_sql);
-      return true;
-    }
-    if (GetParam() == "postgres") {
-      testing::SqlSession(postgres_url()).Script(postgres_sql);
-      return true;
-    }
-    return false;
-  }
+  std::string own_dir_;  // UseOwnStore()'s SQLite file's directory
+  std::unique_ptr<testing::TestDatabase> own_database_;  // or its Postgres one
 };
 
 TEST_P(ChildrenContractTest, InsertChildLinks_GetReturnsThemInChildOrder) {
@@ -384,6 +431,7 @@ TEST_P(ChildrenContractTest, UncascadedLinks_FoundUntilMarked) {
   tx = Begin();
   ASSERT_OK_AND_ASSIGN(owed, tx->FindUncascadedChildLinks(10));
   EXPECT_THAT(IndexesOf(owed), ElementsAre(2));
+  tx.reset();
   EXPECT_TRUE(Links(Parent())[1].cascaded);
 }
 
@@ -489,6 +537,7 @@ TEST_P(ChildrenContractTest, WaitingTasks_UnfinishedAndParked_NeverStalled) {
 }
 
 TEST_P(ChildrenContractTest, UnreadableJson_IsNotedOnTheRecord) {
+  if (!UseOwnStore()) GTEST_SKIP() << "memory keeps no stored text";
   InsertLinks({Link(Parent(), 0)});
   Committed([&](Transaction& tx) {
     ASSERT_OK(
@@ -497,13 +546,11 @@ TEST_P(ChildrenContractTest, UnreadableJson_IsNotedOnTheRecord) {
   // A number past the double range: valid JSON syntax (Postgres' json takes
   // it) that Sluice can't read.
   const std::string bad = R"('{"a":1e99999}')";
-  if (!EditStoredRows(
-          StrCat("UPDATE child_links SET output = ", bad, ", spec = ", bad,
-                 "; UPDATE child_reports SET output = ", bad),
-          StrCat("UPDATE sluice.child_links SET output = ", bad, ", spec = ",
-                 bad, "; UPDATE sluice.child_reports SET output = ", bad))) {
-    GTEST_SKIP() << "memory keeps no stored text";
-  }
+  EditStoredRows(
+      StrCat("UPDATE child_links SET output = ", bad, ", spec = ", bad,
+             "; UPDATE child_reports SET output = ", bad),
+      StrCat("UPDATE sluice.child_links SET output = ", bad, ", spec = ", bad,
+             "; UPDATE sluice.child_reports SET output = ", bad));
   const std::vector<ChildLinkRecord> links = Links(Parent());
   ASSERT_EQ(links.size(), 1u);
   EXPECT_THAT(links[0].unreadable, HasSubstr("child link"));

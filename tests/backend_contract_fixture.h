@@ -419,16 +419,6 @@ class BackendContractTest : public ::testing::TestWithParam<std::string> {
     return found.ok() ? *found : std::nullopt;
   }
 
-  // For tests that edit stored rows from outside the backend: the SQLite
-  // file ("" unless the backend is sqlite) and the Postgres database's URL
-  // ("" unless it is postgres).
-  std::string sqlite_path() const {
-    return temp_dir_.empty() ? "" : StrCat(temp_dir_, "/contract.db");
-  }
-  std::string postgres_url() const {
-    return postgres_database_ ? postgres_database_->url() : "";
-  }
-
   std::unique_ptr<Backend> backend_;
 
  private:

@@ -302,7 +302,7 @@ std::vector<PlannedStatement> ChildStatements() {
       {"MarkChildLinksCascaded", sql::kMarkChildLinksCascaded, {kBatch, kLink}},
       {"DeleteRunChildLinks",
        sql::kDeleteRunChildLinks,
-       {kBatch, "PRIMARY KEY (parent_run_seq=?)"}},
+       {kBatch, "(parent_run_seq=?)"}},
       {"AppendChildReports", sql::kAppendChildReports, {kBatch}},
       {"PeekChildReports",
        sql::kPeekChildReports,
