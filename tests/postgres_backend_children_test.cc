@@ -56,7 +56,7 @@ TEST(PostgresChildrenUpgradeTest, Version4Database_MigratesAndTakesFanOut) {
   absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok()) << report->ToString();
-  EXPECT_EQ(report->installed_version, 5);
+  EXPECT_EQ(report->installed_version, LatestPostgresSchemaVersion());
   EXPECT_THAT(QueryText(url,
                         "SELECT indexdef FROM pg_indexes WHERE schemaname = "
                         "'sluice' AND indexname = 'tasks_unfinished'"),
