@@ -30,7 +30,8 @@ absl::StatusOr<QueueCounts> SqliteTables::CountTasks(std::string_view queue,
   counts.failed = count.Int(4);
   counts.cancelled = count.Int(5);
   counts.skipped = count.Int(6);
-  counts.oldest_waiting_since = count.OptionalTime(7);
+  counts.parked = count.Int(7);
+  counts.oldest_waiting_since = count.OptionalTime(8);
   return counts;
 }
 
