@@ -264,7 +264,8 @@ TEST_F(SqliteBackendTest, Open_Version2File_UpgradesToTheNewLayout) {
   const std::string fresh = path() + ".fresh";
   ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
 
-  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"), "3");
+  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
   EXPECT_EQ(Layout(path()), Layout(fresh));
   EXPECT_THAT(RawDatabase(path()).Rows("PRAGMA integrity_check"),
               ElementsAre("ok"));

@@ -365,4 +365,28 @@ absl::StatusOr<int> PostgresTransaction::DeleteInactiveWorkers(
       [&] { return tables_.DeleteInactiveWorkers(inactive_before, limit); });
 }
 
+// --- Schedules ---
+
+absl::Status PostgresTransaction::PutSchedule(const ScheduleRecord& schedule) {
+  return Guarded([&] { return tables_.PutSchedule(schedule); });
+}
+
+absl::StatusOr<std::vector<ScheduleRecord>> PostgresTransaction::ListSchedules(
+    std::string_view group) {
+  return Guarded([&] { return tables_.ListSchedules(group); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::DeleteSchedule(
+    std::string_view group, std::string_view name) {
+  return Guarded([&] { return tables_.DeleteSchedule(group, name); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::AdvanceScheduleCursor(
+    std::string_view group, std::string_view name, absl::Time expected,
+    absl::Time next) {
+  return Guarded([&] {
+    return tables_.AdvanceScheduleCursor(group, name, expected, next);
+  });
+}
+
 }  // namespace sluice::postgres_internal

@@ -309,17 +309,34 @@ CREATE TABLE workers (
 )sql",
                                       ""};
 
+// Version 4: cron schedules by (group, name) (docs/decisions/0031). The
+// engine's encoded spec is one JSON text; the cursor (every fire time at or
+// before it is handled) moves by compare-and-set. The primary key serves
+// listing a group.
+inline constexpr TableSchema kSchedules{"schedules", R"sql(
+CREATE TABLE schedules (
+  group_name  TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  cursor      INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  definition  TEXT NOT NULL,
+  PRIMARY KEY (group_name, name)
+) WITHOUT ROWID;
+)sql",
+                                        ""};
+
 inline constexpr const TableSchema* kSchema[] = {
-    &kFlows,  &kAliases,    &kQueues, &kMessages, &kArchivedMessages,
-    &kRuns,   &kStepStates, &kTasks,  &kAttempts, &kDedupe,
-    &kOutbox, &kWorkers,
+    &kFlows,  &kAliases,    &kQueues,  &kMessages, &kArchivedMessages,
+    &kRuns,   &kStepStates, &kTasks,   &kAttempts, &kDedupe,
+    &kOutbox, &kWorkers,    &kSchedules,
 };
 
 // Runs `sql` (any number of statements); a failure names `what`.
 absl::Status ExecuteSchemaSql(sqlite3* db, const char* sql,
                               std::string_view what);
 
-// Upgrades a file of schema version 1 or 2 to this build's version, step by
+// Upgrades a file of schema version 1, 2 or 3 to this build's version, step by
 // step, in the caller's transaction (sqlite_schema_upgrade.cc).
 absl::Status UpgradeSchema(sqlite3* db, int64_t version);
 

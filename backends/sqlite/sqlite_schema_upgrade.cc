@@ -125,11 +125,19 @@ absl::Status MigrateV2ToV3(sqlite3* db) {
   return Execute(db, kFillV3, kWhat);
 }
 
+// Version 3 to 4: new tables only (schedules).
+absl::Status MigrateV3ToV4(sqlite3* db) {
+  constexpr std::string_view kWhat = "upgrade schema version 3 to 4";
+  constexpr const TableSchema* kNewInV4[] = {&kSchedules};
+  return RebuildAndCreate(db, {}, kNewInV4, 3, kWhat);
+}
+
 }  // namespace
 
 absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
   if (version == 1) SLUICE_RETURN_IF_ERROR(MigrateV1ToV2(db));
-  return MigrateV2ToV3(db);
+  if (version <= 2) SLUICE_RETURN_IF_ERROR(MigrateV2ToV3(db));
+  return MigrateV3ToV4(db);
 }
 
 }  // namespace sluice::sqlite_internal
