@@ -19,6 +19,9 @@ class Reverter {
   void operator()(const undo::FlowChanged&) {
     store_.catalog.UndoChangeFlow(undo_.TakeSaved<SavedFlow>());
   }
+  void operator()(const undo::ScheduleChanged&) {
+    store_.schedules.Undo(undo_.TakeSaved<SavedSchedule>());
+  }
   void operator()(const undo::AliasChanged&) {
     store_.catalog.UndoPutAlias(undo_.TakeSaved<SavedAlias>());
   }

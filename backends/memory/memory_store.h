@@ -7,6 +7,7 @@
 #include "dedupe_registry.h"
 #include "outbox.h"
 #include "run_table.h"
+#include "schedule_table.h"
 #include "task_table.h"
 #include "undo_log.h"
 
@@ -19,6 +20,7 @@ struct MemoryStore {
   TaskTable tasks{runs};
   Outbox outbox;
   DedupeRegistry dedupe;
+  ScheduleTable schedules;
 };
 
 // Makes the changes in `undo` final: frees the rows its deletions detached,

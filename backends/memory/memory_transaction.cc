@@ -488,6 +488,38 @@ absl::StatusOr<int> MemoryTransaction::DeleteInactiveWorkers(
   });
 }
 
+// --- Schedules --------------------------------------------------------------
+
+absl::Status MemoryTransaction::PutSchedule(const ScheduleRecord& schedule) {
+  return Apply([&] {
+    store().schedules.Put(schedule, undo());
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::vector<ScheduleRecord>> MemoryTransaction::ListSchedules(
+    std::string_view group) {
+  return Apply([&]() -> absl::StatusOr<std::vector<ScheduleRecord>> {
+    return store().schedules.List(group);
+  });
+}
+
+absl::StatusOr<bool> MemoryTransaction::DeleteSchedule(std::string_view group,
+                                                       std::string_view name) {
+  return Apply([&]() -> absl::StatusOr<bool> {
+    return store().schedules.Delete(group, name, undo());
+  });
+}
+
+absl::StatusOr<bool> MemoryTransaction::AdvanceScheduleCursor(
+    std::string_view group, std::string_view name, absl::Time expected,
+    absl::Time next) {
+  return Apply([&]() -> absl::StatusOr<bool> {
+    return store().schedules.AdvanceCursor(group, name, expected, next,
+                                           undo());
+  });
+}
+
 // --- Lifecycle --------------------------------------------------------------
 
 absl::Status MemoryTransaction::NotOpenError() const {

@@ -142,6 +142,17 @@ class MemoryTransaction final : public Transaction {
   absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
                                             int limit) override;
 
+  // --- Schedules ---
+  absl::Status PutSchedule(const ScheduleRecord& schedule) override;
+  absl::StatusOr<std::vector<ScheduleRecord>> ListSchedules(
+      std::string_view group) override;
+  absl::StatusOr<bool> DeleteSchedule(std::string_view group,
+                                      std::string_view name) override;
+  absl::StatusOr<bool> AdvanceScheduleCursor(std::string_view group,
+                                             std::string_view name,
+                                             absl::Time expected,
+                                             absl::Time next) override;
+
  private:
   enum class Phase { kOpen, kCommitted, kFailed };
 

@@ -97,6 +97,14 @@ struct SavedDedupe {
   std::optional<DedupeRecord> previous;
 };
 
+// A schedule row as it was before a put, a deletion or a cursor move:
+// `previous` is empty if the put created it.
+struct SavedSchedule {
+  std::string group;
+  std::string name;
+  std::optional<ScheduleRecord> previous;
+};
+
 // A live message deleted with its task's run.
 struct SavedMessage {
   int64_t message_id = 0;
@@ -212,6 +220,7 @@ struct AttemptAppended {
   int attempt = 0;
 };
 struct DedupeChanged {};  // SavedDedupe
+struct ScheduleChanged {};  // SavedSchedule
 }  // namespace undo
 
 using UndoEntry =
@@ -225,7 +234,8 @@ using UndoEntry =
                  undo::MessageVisibilityChanged, undo::MessageMovedToTail,
                  undo::MessageArchived, undo::MessageDeleted,
                  undo::ArchivedMessageDeleted, undo::ReportsAppended,
-                 undo::ReportTaken, undo::AttemptAppended, undo::DedupeChanged>;
+                 undo::ReportTaken, undo::AttemptAppended, undo::DedupeChanged,
+                 undo::ScheduleChanged>;
 // Entries stay small: bulky old values go on the side stacks.
 static_assert(sizeof(UndoEntry) <= 48);
 
@@ -296,7 +306,7 @@ class UndoLog {
              std::vector<SavedTaskFields>, std::vector<SavedWorker>,
              std::vector<OutboxReport>, std::vector<SavedMessage>,
              std::vector<SavedDedupe>, std::vector<SavedFlow>,
-             std::vector<SavedAlias>>
+             std::vector<SavedAlias>, std::vector<SavedSchedule>>
       saved_;
 };
 

@@ -49,6 +49,7 @@ constexpr ExpectedTable kTables[] = {
     {"sluice.aliases", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.child_links", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.child_reports", "SELECT,INSERT,UPDATE,DELETE"},
+    {"sluice.schedules", "SELECT,INSERT,UPDATE,DELETE"},
     {"pgmq.meta", "SELECT"},
 };
 // Functions, and whether the runtime role must be able to call them.

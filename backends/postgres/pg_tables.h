@@ -161,6 +161,17 @@ class PgTables {
   absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
                                             int limit);
 
+  // Schedules (pg_tables_schedules.cc).
+  absl::Status PutSchedule(const ScheduleRecord& schedule);
+  absl::StatusOr<std::vector<ScheduleRecord>> ListSchedules(
+      std::string_view group);
+  absl::StatusOr<bool> DeleteSchedule(std::string_view group,
+                                      std::string_view name);
+  absl::StatusOr<bool> AdvanceScheduleCursor(std::string_view group,
+                                             std::string_view name,
+                                             absl::Time expected,
+                                             absl::Time next);
+
  private:
   // Queues a write whose result nobody waits for.
   void Send(std::string_view sql, const Params& params,

@@ -474,4 +474,28 @@ absl::Status PostgresTransaction::RunNative(const NativeWrite& write) {
   });
 }
 
+// --- Schedules ---
+
+absl::Status PostgresTransaction::PutSchedule(const ScheduleRecord& schedule) {
+  return Guarded([&] { return tables_.PutSchedule(schedule); });
+}
+
+absl::StatusOr<std::vector<ScheduleRecord>> PostgresTransaction::ListSchedules(
+    std::string_view group) {
+  return Guarded([&] { return tables_.ListSchedules(group); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::DeleteSchedule(
+    std::string_view group, std::string_view name) {
+  return Guarded([&] { return tables_.DeleteSchedule(group, name); });
+}
+
+absl::StatusOr<bool> PostgresTransaction::AdvanceScheduleCursor(
+    std::string_view group, std::string_view name, absl::Time expected,
+    absl::Time next) {
+  return Guarded([&] {
+    return tables_.AdvanceScheduleCursor(group, name, expected, next);
+  });
+}
+
 }  // namespace sluice::postgres_internal

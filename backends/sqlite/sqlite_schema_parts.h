@@ -379,10 +379,27 @@ CREATE TABLE child_reports (
 )sql",
                                            ""};
 
+// Version 4: cron schedules by (group, name) (docs/decisions/0031). The
+// engine's encoded spec is one JSON text; the cursor (every fire time at or
+// before it is handled) moves by compare-and-set. The primary key serves
+// listing a group.
+inline constexpr TableSchema kSchedules{"schedules", R"sql(
+CREATE TABLE schedules (
+  group_name  TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  cursor      INTEGER NOT NULL,
+  created_at  INTEGER NOT NULL,
+  updated_at  INTEGER NOT NULL,
+  definition  TEXT NOT NULL,
+  PRIMARY KEY (group_name, name)
+) WITHOUT ROWID;
+)sql",
+                                        ""};
+
 inline constexpr const TableSchema* kSchema[] = {
-    &kFlows,  &kAliases,    &kQueues,     &kMessages,     &kArchivedMessages,
-    &kRuns,   &kStepStates, &kTasks,      &kAttempts,     &kDedupe,
-    &kOutbox, &kWorkers,    &kChildLinks, &kChildReports,
+    &kFlows,   &kAliases,    &kQueues,      &kMessages, &kArchivedMessages,
+    &kRuns,    &kStepStates, &kTasks,       &kAttempts, &kDedupe,
+    &kOutbox,  &kWorkers,    &kChildLinks,  &kChildReports, &kSchedules,
 };
 
 // Runs `sql` (any number of statements); a failure names `what`.

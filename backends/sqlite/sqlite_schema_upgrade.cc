@@ -77,13 +77,15 @@ INSERT INTO aliases (alias, active_slug, updated_at)
 ALTER TABLE workers ADD COLUMN served TEXT;
 )sql";
 
-// Version 3 to 4 (fan-out; see docs/decisions/0036-fan-out-storage.md): the
-// child_links and child_reports tables, and tasks_unfinished rebuilt to hold
+// Version 3 to 4 (fan-out, docs/decisions/0036-fan-out-storage.md, and
+// schedules, 0031): the child_links, child_reports and schedules tables, and
+// tasks_unfinished rebuilt to hold
 // 'waiting' (parked) tasks too. No task is waiting in a version 3 file, so
 // the rebuilt index holds the same rows. (A version 1 file's tasks rebuild
 // above already creates the new index; dropping and creating it again is
 // harmless.)
-constexpr const TableSchema* kNewInV4[] = {&kChildLinks, &kChildReports};
+constexpr const TableSchema* kNewInV4[] = {&kChildLinks, &kChildReports,
+                                            &kSchedules};
 constexpr char kIndexesV4[] = R"sql(
 DROP INDEX IF EXISTS tasks_unfinished;
 CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)

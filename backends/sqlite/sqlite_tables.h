@@ -170,6 +170,17 @@ class SqliteTables {
   absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
                                             int limit);
 
+  // Schedules (sqlite_tables_schedules.cc).
+  absl::Status PutSchedule(const ScheduleRecord& schedule);
+  absl::StatusOr<std::vector<ScheduleRecord>> ListSchedules(
+      std::string_view group);
+  absl::StatusOr<bool> DeleteSchedule(std::string_view group,
+                                      std::string_view name);
+  absl::StatusOr<bool> AdvanceScheduleCursor(std::string_view group,
+                                             std::string_view name,
+                                             absl::Time expected,
+                                             absl::Time next);
+
  private:
   absl::StatusOr<Statement> Prepare(std::string_view sql,
                                     std::string_view operation) {

@@ -487,4 +487,28 @@ absl::Status SqliteTransaction::RunNative(const NativeWrite& write) {
   });
 }
 
+// --- Schedules ---
+
+absl::Status SqliteTransaction::PutSchedule(const ScheduleRecord& schedule) {
+  return Guarded([&] { return tables_.PutSchedule(schedule); });
+}
+
+absl::StatusOr<std::vector<ScheduleRecord>> SqliteTransaction::ListSchedules(
+    std::string_view group) {
+  return Guarded([&] { return tables_.ListSchedules(group); });
+}
+
+absl::StatusOr<bool> SqliteTransaction::DeleteSchedule(std::string_view group,
+                                                       std::string_view name) {
+  return Guarded([&] { return tables_.DeleteSchedule(group, name); });
+}
+
+absl::StatusOr<bool> SqliteTransaction::AdvanceScheduleCursor(
+    std::string_view group, std::string_view name, absl::Time expected,
+    absl::Time next) {
+  return Guarded([&] {
+    return tables_.AdvanceScheduleCursor(group, name, expected, next);
+  });
+}
+
 }  // namespace sluice::sqlite_internal

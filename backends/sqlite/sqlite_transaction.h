@@ -182,6 +182,16 @@ class SqliteTransaction final : public Transaction {
 
   // --- Host transactions ---
   absl::Status RunNative(const NativeWrite& write) override;
+  // --- Schedules ---
+  absl::Status PutSchedule(const ScheduleRecord& schedule) override;
+  absl::StatusOr<std::vector<ScheduleRecord>> ListSchedules(
+      std::string_view group) override;
+  absl::StatusOr<bool> DeleteSchedule(std::string_view group,
+                                      std::string_view name) override;
+  absl::StatusOr<bool> AdvanceScheduleCursor(std::string_view group,
+                                             std::string_view name,
+                                             absl::Time expected,
+                                             absl::Time next) override;
 
  private:
   // REQUIRES: the caller holds connection.mu; the transaction releases it.

@@ -3,6 +3,7 @@
 #define SLUICE_ENGINE_ENGINE_IMPL_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -112,9 +113,13 @@ class Engine::Impl {
   // Enqueue, EnqueueMany and StartRun with options (enqueue.cc): one
   // result per item; `as_job` refuses a flow that is not a job.
   // With `host`, inside the host's transaction (HostTransaction).
+  // `in_transaction`, if set, runs first in the same transaction (a
+  // scheduler's cursor move); its error fails the call, and when it is set
+  // the transaction commits even if every item was a duplicate.
   absl::StatusOr<std::vector<EnqueueResult>> EnqueueItems(
       std::string_view name, Target target, bool as_job,
-      std::span<const Engine::EnqueueItem> items, HostScope* host = nullptr);
+      std::span<const Engine::EnqueueItem> items, HostScope* host = nullptr,
+      const std::function<absl::Status(Transaction&)>& in_transaction = {});
 
   // PauseQueue / ResumeQueue (queue_admin.cc).
   absl::Status SetPaused(std::string_view queue, bool paused);

@@ -252,7 +252,8 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
 
 absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
     std::string_view name, Target target, bool as_job,
-    std::span<const Engine::EnqueueItem> items, HostScope* host) {
+    std::span<const Engine::EnqueueItem> items, HostScope* host,
+    const std::function<absl::Status(Transaction&)>& in_transaction) {
   std::string kind = as_job ? "job" : "flow";
   SLUICE_RETURN_IF_ERROR(ValidateSlug(name, kind));
   auto owner = [&](size_t i) {
@@ -266,6 +267,7 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
   if (items.empty()) return std::vector<EnqueueResult>();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx,
                           host ? host->backend->Begin() : Begin());
+  if (in_transaction) SLUICE_RETURN_IF_ERROR(in_transaction(*tx));
   // An alias resolves in the transaction that creates the runs, so each
   // run pins the version active when it was created.
   std::string flow_slug(name);
@@ -306,7 +308,9 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
     results.push_back(result);
   }
   SLUICE_RETURN_IF_ERROR(enqueuer.Flush());
-  if (!enqueuer.wrote()) return results;  // duplicates only: nothing to commit
+  if (!enqueuer.wrote() && !in_transaction) {
+    return results;  // duplicates only: nothing to commit
+  }
   if (host != nullptr) {
     // Releases the savepoint; the host's own COMMIT makes it visible, so
     // events and wake-ups wait for HostTransaction::Committed().

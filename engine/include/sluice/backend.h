@@ -475,6 +475,26 @@ class Transaction {
   // transactions hold. Returns how many it deleted.
   virtual absl::StatusOr<int> DeleteInactiveWorkers(absl::Time inactive_before,
                                                     int limit) = 0;
+
+  // --- Schedules (interface v6) --------------------------------------------
+
+  // Inserts (group, name), or replaces an existing row's definition and
+  // updated_at; an existing row keeps its cursor and created_at.
+  virtual absl::Status PutSchedule(const ScheduleRecord& schedule) = 0;
+  // The schedules of `group` (of every group if empty), by (group, name).
+  virtual absl::StatusOr<std::vector<ScheduleRecord>> ListSchedules(
+      std::string_view group) = 0;
+  // Deletes (group, name). False if absent.
+  virtual absl::StatusOr<bool> DeleteSchedule(std::string_view group,
+                                              std::string_view name) = 0;
+  // Compare-and-set: sets the cursor of (group, name) to `next` if it is
+  // still `expected`. Returns whether it applied (false for an absent row).
+  // On Postgres a concurrent setter waits for the first to end, then sees
+  // its cursor: two schedulers never both move the same cursor.
+  virtual absl::StatusOr<bool> AdvanceScheduleCursor(std::string_view group,
+                                                     std::string_view name,
+                                                     absl::Time expected,
+                                                     absl::Time next) = 0;
 };
 
 // Stops watching a queue when destroyed; destruction waits for a poke in

@@ -36,6 +36,7 @@
 #include "sluice/json.h"
 #include "sluice/metrics.h"
 #include "sluice/records.h"
+#include "sluice/schedule.h"
 #include "sluice/task_context.h"
 #include "sluice/worker.h"
 
@@ -521,6 +522,38 @@ class Engine {
   // unset and says why in store_error; the counters are still filled in.
   // Render it with WritePrometheusText (sluice/metrics.h).
   MetricsSnapshot Metrics();
+
+  // --- Schedules (sluice/schedule.h) ---------------------------------------
+
+  // Reconciles `group` (1..100 characters of [A-Za-z0-9_.:-]) to exactly
+  // `specs`, in one transaction: new names are inserted (their cursor is now,
+  // so nothing earlier fires), changed ones updated (keeping their cursor),
+  // and the group's schedules not named are deleted. Other groups are never
+  // touched. Every spec is checked first (name, target, cron expression,
+  // time zone, payload, options; names unique): a bad one fails the call
+  // with kInvalidArgument naming the group, the schedule and the problem,
+  // and nothing changes. A target need not be deployed yet; a schedule whose
+  // target is missing logs a warning at each fire time and retries.
+  absl::Status UpsertSchedules(std::string_view group,
+                               std::span<const ScheduleSpec> specs);
+  // The schedules of `group` (of every group if empty), by (group, name),
+  // each with its next fire time.
+  absl::StatusOr<std::vector<ScheduleInfo>> ListSchedules(
+      std::string_view group = "");
+  // One scheduler pass at `now` (tests pass a manual clock's time): for every
+  // schedule, starts one run per fire time in (cursor, now], applying the
+  // misfire policy to fire times older than its grace. Each run is started
+  // in the transaction that moves the schedule's cursor past its fire time
+  // by compare-and-set, with the run id key "schedule:<group>/<name>@<fire
+  // time>", so any number of schedulers, in any processes, start each
+  // (schedule, fire time) exactly once. A schedule another scheduler is
+  // handling is left to it. Errors of one schedule are logged and do not
+  // stop the others.
+  absl::StatusOr<SchedulerPass> RunSchedulerOnce(absl::Time now);
+  // Starts a background scheduler (see Scheduler). kInvalidArgument for a
+  // poll_interval that is not positive.
+  absl::StatusOr<std::unique_ptr<Scheduler>> StartScheduler(
+      SchedulerOptions options = {});
 
   // --- Events ------------------------------------------------------------
 

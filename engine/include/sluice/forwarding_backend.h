@@ -298,6 +298,29 @@ class ForwardingTransaction : public Transaction {
     return target_->RunNative(write);
   }
 
+  // --- Schedules ---
+  absl::Status PutSchedule(const ScheduleRecord& schedule) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("PutSchedule"));
+    return target_->PutSchedule(schedule);
+  }
+  absl::StatusOr<std::vector<ScheduleRecord>> ListSchedules(
+      std::string_view group) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ListSchedules"));
+    return target_->ListSchedules(group);
+  }
+  absl::StatusOr<bool> DeleteSchedule(std::string_view group,
+                                      std::string_view name) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteSchedule"));
+    return target_->DeleteSchedule(group, name);
+  }
+  absl::StatusOr<bool> AdvanceScheduleCursor(std::string_view group,
+                                             std::string_view name,
+                                             absl::Time expected,
+                                             absl::Time next) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AdvanceScheduleCursor"));
+    return target_->AdvanceScheduleCursor(group, name, expected, next);
+  }
+
  protected:
   // Runs before every call, named by its method. A non-OK status is returned
   // in place of the call, which then never reaches the target.

@@ -90,6 +90,22 @@ struct AliasRecord {
   absl::Time updated_at;
 };
 
+// A cron schedule, keyed by (group, name) (docs/decisions/0031). The engine
+// encodes the spec (target, cron, time zone, payload, options, misfire
+// policy) into `definition`; backends store it as given.
+struct ScheduleRecord {
+  std::string group;
+  std::string name;
+  Json definition;
+  // Every fire time at or before the cursor is handled (started, or skipped
+  // by the misfire policy). Moves only forward, by compare-and-set.
+  absl::Time cursor;
+  absl::Time created_at;
+  absl::Time updated_at;
+  // Set when `definition` does not decode (see the top of this file).
+  std::string unreadable;
+};
+
 // A flow's runs by status.
 struct RunCounts {
   int64_t started = 0;
