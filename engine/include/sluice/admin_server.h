@@ -41,7 +41,9 @@ class AdminServer {
  public:
   // Binds and starts serving `engine`, which must outlive the server.
   // kInvalidArgument for a port out of 0..65535; kUnavailable if the
-  // address can't be bound (in use, or not an address of this host).
+  // address can't be bound (not an address of this host, or a port in use
+  // without SO_REUSEADDR sharing; httplib sets that option, so a second
+  // listener on a port may succeed).
   static absl::StatusOr<std::unique_ptr<AdminServer>> Start(
       Engine& engine, AdminServerOptions options = {});
   ~AdminServer();  // stops, as Stop() does
