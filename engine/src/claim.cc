@@ -6,6 +6,7 @@
 #include "engine_impl.h"
 #include "lease.h"
 #include "queue_name.h"
+#include "run_options.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -340,6 +341,7 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
           .max_attempts = t.budget_start + policy.max_attempts,
           .input = std::move(t.input),
           .deadline = lease.deadline,
+          .traceparent = TraceparentOf(t.options),
       });
     }
   }

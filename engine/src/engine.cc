@@ -6,6 +6,7 @@
 
 #include "engine_impl.h"
 #include "queue_registry.h"
+#include "run_options.h"
 #include "run_progress.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -125,6 +126,17 @@ absl::StatusOr<const CompiledFlow*> FlowLookup::Get(std::string_view slug) {
   return last_.get();
 }
 
+absl::StatusOr<std::string> Engine::Impl::CurrentTraceparent() const {
+  if (options_.tracer == nullptr) return std::string();
+  std::string traceparent = options_.tracer->CurrentTraceparent();
+  if (traceparent.empty()) return traceparent;
+  if (absl::Status bad = ValidateTraceparent(traceparent); !bad.ok()) {
+    return absl::InvalidArgumentError(
+        StrCat("EngineOptions::tracer's CurrentTraceparent: ", bad.message()));
+  }
+  return traceparent;
+}
+
 absl::StatusOr<std::unique_ptr<Transaction>> Engine::Impl::Begin() {
   return backend_.Begin();
 }
@@ -235,6 +247,12 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
         CheckJsonPayload(inputs[i], RunInputName(i, inputs.size()),
                          impl_->options().max_payload_bytes));
   }
+  SLUICE_ASSIGN_OR_RETURN(std::string traceparent, impl_->CurrentTraceparent());
+  RunProgress::NewRunSettings settings;
+  if (!traceparent.empty()) {
+    settings.options =
+        RunOptionsToJson(RunOptions{.task = {.traceparent = traceparent}});
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   // Resolved in the transaction that creates the runs: each pins the
   // version active now.
@@ -261,7 +279,7 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
   for (const Json& input : inputs) {
     RunId id = impl_->options().run_id_source ? impl_->options().run_id_source()
                                               : RunId::Random();
-    RunProgress run = RunProgress::ForNewRun(context, id, input);
+    RunProgress run = RunProgress::ForNewRun(context, id, input, settings);
     SLUICE_RETURN_IF_ERROR(run.Advance());
     run.Finish();
     ids.push_back(id);

@@ -2,6 +2,7 @@
 #ifndef SLUICE_ENGINE_ENGINE_IMPL_H_
 #define SLUICE_ENGINE_ENGINE_IMPL_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -121,6 +122,14 @@ class Engine::Impl {
       std::span<const Engine::EnqueueItem> items, HostScope* host = nullptr,
       const std::function<absl::Status(Transaction&)>& in_transaction = {});
 
+  // The tracer's traceparent for the calling thread ("" without a tracer or
+  // a current context); kInvalidArgument if the tracer gives a bad one.
+  absl::StatusOr<std::string> CurrentTraceparent() const;
+  // Ids for tracing spans, shared with workers' handler threads.
+  const std::shared_ptr<std::atomic<uint64_t>>& span_ids() const {
+    return span_ids_;
+  }
+
   // PauseQueue / ResumeQueue (queue_admin.cc).
   absl::Status SetPaused(std::string_view queue, bool paused);
 
@@ -137,6 +146,8 @@ class Engine::Impl {
   EventPublisher events_;
   QueueSignals signals_;
   MetricsRegistry metrics_;
+  std::shared_ptr<std::atomic<uint64_t>> span_ids_ =
+      std::make_shared<std::atomic<uint64_t>>(0);
   struct CachedFlow {
     std::shared_ptr<const CompiledFlow> flow;
     int64_t generation = 1;

@@ -57,9 +57,14 @@ absl::Status ValidateInput(const CompiledFlow& flow, std::string_view owner,
 // gathered, so its checks see every earlier item of the same call.
 class Enqueuer {
  public:
+  // `traceparent`: the tracer's current one, for items without their own.
   Enqueuer(Engine::Impl& impl, Transaction& tx, const CompiledFlow& flow,
-           absl::Time now)
-      : impl_(impl), tx_(tx), flow_(flow), now_(now) {}
+           absl::Time now, std::string traceparent)
+      : impl_(impl),
+        tx_(tx),
+        flow_(flow),
+        now_(now),
+        traceparent_(std::move(traceparent)) {}
 
   absl::StatusOr<EnqueueResult> Add(const Json& input,
                                     const EnqueueOptions& options);
@@ -102,6 +107,7 @@ class Enqueuer {
   Transaction& tx_;
   const CompiledFlow& flow_;
   absl::Time now_;
+  const std::string traceparent_;
   TransactionEffects effects_;
   std::unique_ptr<WriteBatch> gathered_ = std::make_unique<WriteBatch>();
   bool gathered_any_ = false;
@@ -167,7 +173,8 @@ absl::Status Enqueuer::Replace(const RunRecord& keyed, const Json& input,
   SLUICE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> ledger,
                           tx_.ListAttempts(keyed.run_id));
   SLUICE_RETURN_IF_ERROR(tx_.DeleteRuns(std::span(&keyed.run_id, 1)).status());
-  RunProgress::NewRunSettings settings = SettingsFor(flow_, options, now_);
+  RunProgress::NewRunSettings settings =
+      SettingsFor(flow_, options, now_, traceparent_);
   settings.external_key = keyed.external_key;
   settings.started_at = keyed.started_at;
   WriteBatch writes;
@@ -235,8 +242,8 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
     if (duplicate) return *duplicate;
   }
   RunId id = NextId();
-  SLUICE_RETURN_IF_ERROR(
-      CreateRun(*gathered_, id, input, SettingsFor(flow_, options, now_)));
+  SLUICE_RETURN_IF_ERROR(CreateRun(
+      *gathered_, id, input, SettingsFor(flow_, options, now_, traceparent_)));
   gathered_any_ = true;
   if (options.id) gathered_ids_.insert(*options.id);
   if (options.dedupe) {
@@ -298,6 +305,7 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
                                                   options().max_payload_bytes));
   }
   if (items.empty()) return std::vector<EnqueueResult>();
+  SLUICE_ASSIGN_OR_RETURN(std::string traceparent, CurrentTraceparent());
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx,
                           host ? host->backend->Begin() : Begin());
   if (in_transaction) SLUICE_RETURN_IF_ERROR(in_transaction(*tx));
@@ -332,7 +340,7 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
     SLUICE_RETURN_IF_ERROR(ValidateInput(**flow, owner(i), items[i].payload,
                                          options().max_payload_bytes));
   }
-  Enqueuer enqueuer(*this, *tx, **flow, Now());
+  Enqueuer enqueuer(*this, *tx, **flow, Now(), std::move(traceparent));
   std::vector<EnqueueResult> results(items.size());
   for (size_t i : CreationOrder(**flow, items)) {
     SLUICE_ASSIGN_OR_RETURN(results[i],

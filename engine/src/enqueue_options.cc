@@ -4,6 +4,7 @@
 #include "run_options.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "sluice/tracing.h"
 #include "utf8.h"
 
 namespace sluice {
@@ -110,18 +111,26 @@ absl::Status ValidateEnqueueOptions(std::string_view owner,
   }
   if (o.dedupe) SLUICE_RETURN_IF_ERROR(ValidateDedupe(owner, *o.dedupe));
   if (o.keep) SLUICE_RETURN_IF_ERROR(ValidateKeep(owner, *o.keep));
+  if (!o.traceparent.empty()) {
+    if (absl::Status bad = ValidateTraceparent(o.traceparent); !bad.ok()) {
+      return Invalid(owner, ToStd(bad.message()));
+    }
+  }
   return absl::OkStatus();
 }
 
 RunProgress::NewRunSettings SettingsFor(const CompiledFlow& flow,
-                                        const EnqueueOptions& o,
-                                        absl::Time now) {
+                                        const EnqueueOptions& o, absl::Time now,
+                                        std::string_view current_traceparent) {
   RunProgress::NewRunSettings settings;
   settings.priority = o.priority.value_or(flow.shape().options.priority);
   settings.external_key = o.id.value_or("");
   settings.metadata = o.metadata;
   RunOptions run_options;
   run_options.task = TaskOverrides{o.max_attempts, o.timeout, o.backoff};
+  std::string_view traceparent =
+      o.traceparent.empty() ? current_traceparent : o.traceparent;
+  if (!traceparent.empty()) run_options.task.traceparent = traceparent;
   run_options.keep = o.keep;
   run_options.dedupe = o.dedupe;
   settings.options = RunOptionsToJson(run_options);

@@ -24,9 +24,11 @@ absl::Status ValidateKey(std::string_view owner, std::string_view what,
 
 // The settings of a new run made with `options` at `now` (priority falls
 // back to the flow's default).
+// `current_traceparent`: the tracer's, used when options has none.
 RunProgress::NewRunSettings SettingsFor(const CompiledFlow& flow,
                                         const EnqueueOptions& options,
-                                        absl::Time now);
+                                        absl::Time now,
+                                        std::string_view current_traceparent);
 
 }  // namespace sluice
 

@@ -50,6 +50,7 @@ void PutTaskOverrides(const TaskOverrides& t, json::object& o) {
     b["delay_ms"] = ToMillis(t.backoff->delay);
     o["backoff"] = std::move(b);
   }
+  if (t.traceparent) o["traceparent"] = *t.traceparent;
 }
 
 TaskOverrides ReadTaskOverrides(const json::object& o) {
@@ -59,6 +60,10 @@ TaskOverrides ReadTaskOverrides(const json::object& o) {
     t.max_attempts = static_cast<int>(*a);
   }
   t.timeout = MillisAt(o, "timeout_ms");
+  if (const json::value* tp = o.if_contains("traceparent");
+      tp != nullptr && tp->is_string()) {
+    t.traceparent = std::string(tp->get_string());
+  }
   if (const json::value* b = o.if_contains("backoff");
       b != nullptr && b->is_object()) {
     const json::object& bo = b->get_object();
@@ -173,6 +178,13 @@ Json RunOptionsToJson(const RunOptions& options) {
 Json TaskOptionsOfRun(const Json& run_options) {
   if (run_options.is_null()) return nullptr;
   return TaskOverridesToJson(ParseTaskOverrides(run_options));
+}
+
+std::string TraceparentOf(const Json& options) {
+  const json::object* o = AsObject(options);
+  if (o == nullptr) return "";
+  const json::value* tp = o->if_contains("traceparent");
+  return tp != nullptr && tp->is_string() ? std::string(tp->get_string()) : "";
 }
 
 const KeepRule& KeepRuleFor(const Keep& keep, RunStatus status) {

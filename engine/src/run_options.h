@@ -3,7 +3,8 @@
 //
 // TaskRecord.options, all keys optional:
 //   {"max_attempts": int, "timeout_ms": int,
-//    "backoff": {"kind": "fixed"|"exponential", "delay_ms": int}}
+//    "backoff": {"kind": "fixed"|"exponential", "delay_ms": int},
+//    "traceparent": str}
 // RunRecord.options: the same keys, plus
 //   "keep": {"completed"|"failed"|"cancelled": {"count": int, "age_ms": int}}
 //   "dedupe": {"key": str, "ttl_ms": int, "extend": bool, "replace": bool}
@@ -14,6 +15,7 @@
 #define SLUICE_ENGINE_RUN_OPTIONS_H_
 
 #include <optional>
+#include <string>
 
 #include "absl/time/time.h"
 #include "sluice/flow.h"
@@ -28,6 +30,9 @@ struct TaskOverrides {
   std::optional<int> max_attempts;
   std::optional<absl::Duration> timeout;
   std::optional<Backoff> backoff;
+  // Not an override: the run's W3C traceparent, which every task carries
+  // so a claim hands it to the handler without reading the run.
+  std::optional<std::string> traceparent;
 };
 
 // null (or anything not an object) -> all unset.
@@ -48,6 +53,9 @@ Json RunOptionsToJson(const RunOptions& options);
 
 // The task options every task of a run gets: the run options' task keys.
 Json TaskOptionsOfRun(const Json& run_options);
+
+// The traceparent in a task's (or run's) options; "" if none.
+std::string TraceparentOf(const Json& options);
 
 // The rule of `keep` for runs that ended with `status` (an unset rule for
 // kStarted).

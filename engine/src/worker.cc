@@ -78,7 +78,7 @@ class WorkerImpl : public Worker {
     listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
     // Other processes' sends reach us through the backend, if it can tell.
     watch_ = impl_.backend().WatchQueue(queue_, [this] { Poke(); });
-    ResolveStepMetrics(*shared_, impl_.metrics());
+    PrepareObservability(*shared_, impl_, queue_, options_.worker_id);
     {
       absl::MutexLock lock(&shared_->mu);
       shared_->slots.resize(options_.concurrency);
@@ -371,7 +371,7 @@ bool WorkerImpl::RecordResults() {
   }
   if (results.empty()) return true;
   RecordedResults recorded =
-      sluice::RecordResults(engine_, std::move(results), id());
+      TracedRecordResults(engine_, *shared_, std::move(results), id());
   absl::MutexLock lock(&s.mu);
   // A task's entry belongs to its latest attempt: a result of an older one
   // must not end the newer attempt's lease.
@@ -506,7 +506,7 @@ int WorkerImpl::ClaimMore() {
   if (impl_.options().development_recompile) {
     request.generations = generations_;
   }
-  absl::StatusOr<ClaimBatch> batch = engine_.ClaimWithHint(request);
+  absl::StatusOr<ClaimBatch> batch = TracedClaim(engine_, *shared_, request);
   next_visible_at_.reset();
   absl::StatusOr<std::vector<ClaimedTask>> claimed =
       batch.ok()

@@ -1,6 +1,7 @@
 // The worker's handler threads. They see only WorkerShared (see its header
 // for why).
 #include <exception>
+#include <optional>
 
 #include "sluice/internal/strings.h"
 #include "worker_shared.h"
@@ -25,7 +26,7 @@ absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
   TaskContext context(
       TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
                         task.key.task_index, task.attempt, task.max_attempts,
-                        task.deadline},
+                        task.deadline, task.traceparent},
       cancel, shared.log);
   try {
     absl::StatusOr<Json> outcome = (*handler)(task.input, context);
@@ -38,17 +39,19 @@ absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
   }
 }
 
-}  // namespace
-
-void ResolveStepMetrics(WorkerShared& shared, MetricsRegistry& metrics) {
-  for (const Flow& flow : shared.flows) {
-    std::vector<std::shared_ptr<StepMetrics>>& steps =
-        shared.step_metrics.emplace_back();
-    for (const StepShape& step : flow.shape().steps) {
-      steps.push_back(metrics.Step(flow.slug(), step.slug));
-    }
-  }
+Span HandlerSpan(const ClaimedTask& task) {
+  Span span;
+  span.kind = SpanKind::kHandler;
+  span.run_id = task.key.run_id;
+  span.flow = task.flow_slug;
+  span.step = task.step_slug;
+  span.task_index = task.key.task_index;
+  span.attempt = task.attempt;
+  span.traceparent = task.traceparent;
+  return span;
 }
+
+}  // namespace
 
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
   WorkerShared& s = *shared;
@@ -67,8 +70,11 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
     }
     absl::Time began = absl::Now();
     NativeWrite completion_write;
+    std::optional<SpanScope> span;
+    if (s.tracer != nullptr) span.emplace(s, HandlerSpan(next.first));
     absl::StatusOr<Json> outcome =
         RunHandler(s, next.first, next.second, completion_write);
+    if (span) span->End(outcome.status());
     if (StepMetrics* m =
             s.MetricsFor(next.first.flow_slug, next.first.key.step_index)) {
       m->handler_seconds.Observe(ToSeconds(absl::Now() - began));

@@ -6,6 +6,7 @@
 #ifndef SLUICE_ENGINE_WORKER_SHARED_H_
 #define SLUICE_ENGINE_WORKER_SHARED_H_
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <string>
@@ -20,10 +21,12 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "metrics_registry.h"
+#include "result_recorder.h"
 #include "sluice/engine.h"
 #include "sluice/flow.h"
 #include "sluice/records.h"
 #include "sluice/task_context.h"
+#include "sluice/tracing.h"
 #include "sluice/worker.h"
 
 namespace sluice {
@@ -72,9 +75,13 @@ struct WorkerShared {
   }
 
   const std::vector<Flow> flows;  // the handlers
-  // Per flow, per step index: its counters, resolved before the handler
-  // threads start and never changed after.
+  // Set by PrepareObservability before the handler threads start, and never
+  // changed after. Per flow, per step index: its counters.
   std::vector<std::vector<std::shared_ptr<StepMetrics>>> step_metrics;
+  std::shared_ptr<Tracer> tracer;  // null: no tracing
+  std::shared_ptr<std::atomic<uint64_t>> span_ids;
+  std::string queue;
+  std::string worker_id;
   const LogSink log;  // handed to handlers through their TaskContext
 
   absl::Mutex mu;
@@ -102,8 +109,32 @@ struct WorkerShared {
   WorkerStats stats ABSL_GUARDED_BY(mu);
 };
 
-// Fills shared.step_metrics; before the handler threads start.
-void ResolveStepMetrics(WorkerShared& shared, MetricsRegistry& metrics);
+// Fills shared's metrics and tracing fields; before the handler threads
+// start (worker_tracing.cc).
+void PrepareObservability(WorkerShared& shared, Engine::Impl& impl,
+                          std::string queue, std::string worker_id);
+// Engine::ClaimWithHint and RecordResults, inside kClaim and kFinish spans
+// when there is a tracer (worker_tracing.cc).
+absl::StatusOr<ClaimBatch> TracedClaim(Engine& engine,
+                                       const WorkerShared& shared,
+                                       const ClaimRequest& request);
+RecordedResults TracedRecordResults(Engine& engine, const WorkerShared& shared,
+                                    std::vector<TaskResult> results,
+                                    std::string_view worker_id);
+// Starts a span on shared.tracer (which must be set) now; ends it when
+// destroyed, unless End was called first.
+class SpanScope {
+ public:
+  SpanScope(const WorkerShared& shared, Span span);
+  ~SpanScope() { End(absl::OkStatus()); }
+  Span& span() { return span_; }
+  void End(const absl::Status& status);
+
+ private:
+  Tracer& tracer_;
+  Span span_;
+  bool ended_ = false;
+};
 
 // A handler thread's body: runs ready tasks until the worker closes.
 void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot);

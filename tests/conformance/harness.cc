@@ -157,7 +157,7 @@ int Conformance::Drive(const Flow& flow, int batch) {
       TaskContext context(
           TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
                             task.key.task_index, task.attempt,
-                            task.max_attempts, task.deadline},
+                            task.max_attempts, task.deadline, task.traceparent},
           CancelToken());
       results.push_back(
           TaskResult{task.key, task.attempt, handler(task.input, context)});

@@ -38,6 +38,7 @@
 #include "sluice/records.h"
 #include "sluice/schedule.h"
 #include "sluice/task_context.h"
+#include "sluice/tracing.h"
 #include "sluice/worker.h"
 
 namespace sluice {
@@ -67,6 +68,11 @@ struct EngineOptions {
   // slug fences off the old workers, deletes the slug's runs and recompiles
   // (DeployOutcome::kRecompiled) instead of failing. Never in production.
   bool development_recompile = false;
+  // Hears span starts and ends of workers' claims, handlers and result
+  // recording, and supplies the host's current traceparent to runs started
+  // without one (sluice/tracing.h). Null: no tracing. Shared because a
+  // worker's abandoned handler thread may outlive the engine.
+  std::shared_ptr<Tracer> tracer;
 };
 
 // One version (concrete slug) of an alias.
@@ -237,7 +243,8 @@ struct ClaimedTask {
   int attempt = 1;
   int max_attempts = 1;
   Json input;
-  absl::Time deadline;  // claim time plus the effective timeout
+  absl::Time deadline;      // claim time plus the effective timeout
+  std::string traceparent;  // the run's W3C traceparent; "" if none
 };
 
 // A claim's tasks; when it took none, when the earliest hidden message of the

@@ -59,6 +59,10 @@ struct EnqueueOptions {
   Json metadata;  // a JSON object, or null
   std::optional<Dedupe> dedupe;
   std::optional<Keep> keep;
+  // A W3C traceparent the run keeps and hands to every handler
+  // (TaskContext::traceparent()); empty: EngineOptions::tracer's current
+  // one, if any. An invalid value is kInvalidArgument (sluice/tracing.h).
+  std::string traceparent;
 };
 
 struct EnqueueResult {

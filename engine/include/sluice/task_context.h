@@ -41,6 +41,8 @@ class TaskContext {
     int attempt = 1;  // 1 for the first attempt
     int max_attempts = 1;
     absl::Time deadline;  // claim time plus the step's effective timeout
+    // The run's W3C traceparent (EnqueueOptions::traceparent); "" if none.
+    std::string traceparent;
   };
 
   TaskContext(Info info, CancelToken cancel, LogSink log = nullptr)
@@ -55,6 +57,8 @@ class TaskContext {
   int attempt() const { return info_.attempt; }
   int max_attempts() const { return info_.max_attempts; }
   absl::Time deadline() const { return info_.deadline; }
+  // The run's W3C traceparent, to continue its trace; "" if none.
+  const std::string& traceparent() const { return info_.traceparent; }
   const CancelToken& cancel_token() const { return cancel_; }
   bool cancelled() const { return cancel_.cancelled(); }
 
