@@ -83,11 +83,11 @@ absl::StatusOr<CompiledSchedule> CompileSchedule(std::string_view owner,
   SLUICE_RETURN_IF_ERROR(RefuseSchedulerOwnedOptions(owner, spec.options));
   SLUICE_RETURN_IF_ERROR(
       ValidateEnqueueOptions(owner, spec.options, max_payload_bytes));
-  if (spec.misfire_grace < absl::ZeroDuration() ||
+  if (spec.misfire_grace <= absl::ZeroDuration() ||
       spec.misfire_grace > absl::Hours(24 * 366)) {
-    return absl::InvalidArgumentError(
-        StrCat(owner, ": misfire_grace must be between 0 and 366 days, not ",
-               absl::FormatDuration(spec.misfire_grace)));
+    return absl::InvalidArgumentError(StrCat(
+        owner, ": misfire_grace must be positive and at most 366 days, not ",
+        absl::FormatDuration(spec.misfire_grace)));
   }
   return CompiledSchedule{spec, *std::move(cron), zone};
 }

@@ -75,12 +75,13 @@ class ScheduleFirer {
   // Moves the cursor to `to`, starting the run of `fire` (if set) in the
   // same transaction. False if another scheduler moved the cursor first.
   absl::StatusOr<bool> Advance(absl::Time to, std::optional<absl::Time> fire) {
-    bool moved = false;
+    bool lost = false;
     auto move_cursor = [&](Transaction& tx) -> absl::Status {
       SLUICE_ASSIGN_OR_RETURN(
-          moved,
+          bool moved,
           tx.AdvanceScheduleCursor(record_.group, record_.name, cursor_, to));
       if (!moved) {
+        lost = true;
         return absl::AbortedError("the schedule's cursor moved on");
       }
       return absl::OkStatus();
@@ -96,7 +97,7 @@ class ScheduleFirer {
     } else {
       status = Standalone(move_cursor);
     }
-    if (!moved) return false;
+    if (lost) return false;
     if (!status.ok()) {
       return absl::Status(
           status.code(),
