@@ -120,6 +120,8 @@ if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
 endif()
 file(RELATIVE_PATH SLUICE_PC_PREFIX_FROM_PCDIR
      "/prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig" "/prefix")
+string(REGEX REPLACE "/$" "" SLUICE_PC_PREFIX_FROM_PCDIR
+       "${SLUICE_PC_PREFIX_FROM_PCDIR}")
 configure_file("${PROJECT_SOURCE_DIR}/cmake/sluice.pc.in"
                "${PROJECT_BINARY_DIR}/sluice.pc" @ONLY)
 install(FILES "${PROJECT_BINARY_DIR}/sluice.pc"
