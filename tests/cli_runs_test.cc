@@ -86,7 +86,7 @@ TEST_P(CliRunsTest, Runs_Json_FiltersByStatusAndPagesWithTheCursor) {
   ASSERT_TRUE(json.is_object()) << r.out;
   const boost::json::array& only_failed = json.at("runs").as_array();
   ASSERT_EQ(only_failed.size(), 1u) << r.out;
-  EXPECT_EQ(only_failed[0].at("run_id"), failed.ToString());
+  EXPECT_EQ(only_failed[0].at("run_id"), Json(failed.ToString()));
   EXPECT_EQ(only_failed[0].at("status"), "failed");
   EXPECT_EQ(only_failed[0].at("flow"), "shop");
   EXPECT_THAT(std::string(only_failed[0].at("error").as_string()),
@@ -97,7 +97,7 @@ TEST_P(CliRunsTest, Runs_Json_FiltersByStatusAndPagesWithTheCursor) {
   json = ParseCliJson(r);
   ASSERT_TRUE(json.is_object()) << r.out;
   ASSERT_EQ(json.at("runs").as_array().size(), 2u);
-  EXPECT_EQ(json.at("runs").at(0).at("run_id"), started.ToString());
+  EXPECT_EQ(json.at("runs").at(0).at("run_id"), Json(started.ToString()));
   ASSERT_TRUE(json.at("next_cursor").is_string()) << r.out;
   std::string cursor(json.at("next_cursor").as_string());
   r = RunCli({"runs", url_, "--limit", "2", "--flow", "shop", "--cursor",
@@ -105,7 +105,7 @@ TEST_P(CliRunsTest, Runs_Json_FiltersByStatusAndPagesWithTheCursor) {
   json = ParseCliJson(r);
   ASSERT_TRUE(json.is_object()) << r.output;
   ASSERT_EQ(json.at("runs").as_array().size(), 1u);
-  EXPECT_EQ(json.at("runs").at(0).at("run_id"), completed.ToString());
+  EXPECT_EQ(json.at("runs").at(0).at("run_id"), Json(completed.ToString()));
 }
 
 TEST_P(CliRunsTest, Runs_UnknownStatus_IsAUsageError) {

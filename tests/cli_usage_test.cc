@@ -115,7 +115,7 @@ constexpr char kSecretUrl[] =
     "postgresql://admin:Sup3rS3cretPw@127.0.0.1:1/app?connect_timeout=2";
 
 TEST(CliUsageTest, UnreachablePostgres_FailsWithoutPrintingThePassword) {
-  for (const std::string& command :
+  for (std::string command :
        {"status", "runs", "migrate", "check-schema", "prune"}) {
     std::vector<std::string> args = {command, kSecretUrl};
     if (command == "prune") args = {command, kSecretUrl, "--older-than", "1d"};

@@ -25,7 +25,23 @@ std::vector<std::pair<std::string, std::string>>& SecretArguments() {
 void RememberArguments(const std::vector<std::string>& args) {
   for (const std::string& arg : args) {
     std::string redacted = RedactUrl(arg);
-    if (redacted != arg) SecretArguments().emplace_back(arg, redacted);
+    if (redacted == arg) continue;
+    SecretArguments().emplace_back(arg, redacted);
+    // The secret alone (what differs between the two), for messages that
+    // quote only part of the argument.
+    size_t prefix = 0;
+    while (prefix < arg.size() && prefix < redacted.size() &&
+           arg[prefix] == redacted[prefix]) {
+      ++prefix;
+    }
+    size_t suffix = 0;
+    while (suffix < arg.size() - prefix && suffix < redacted.size() - prefix &&
+           arg[arg.size() - 1 - suffix] ==
+               redacted[redacted.size() - 1 - suffix]) {
+      ++suffix;
+    }
+    std::string secret = arg.substr(prefix, arg.size() - prefix - suffix);
+    if (secret.size() >= 3) SecretArguments().emplace_back(secret, "***");
   }
 }
 

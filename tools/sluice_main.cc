@@ -49,6 +49,17 @@ int main(int argc, char** argv) {
   CLI::App app(kDescription, "sluice");
   Outcome outcome;
   BuildApp(app, outcome);
+  if (args.size() > 1 && !args[1].starts_with("-")) {
+    try {
+      app.get_subcommand(args[1]);
+    } catch (const CLI::OptionNotFound&) {
+      std::fprintf(stderr,
+                   "sluice: unknown command \"%s\"\nRun `sluice --help` for "
+                   "the commands.\n",
+                   RedactSecrets(args[1]).c_str());
+      return kExitUsage;
+    }
+  }
   try {
     // CLI11 takes the arguments in reverse order, without the program name.
     std::vector<std::string> reversed(args.rbegin(), args.rend() - 1);
