@@ -70,7 +70,7 @@ TEST(PostgresVersionsUpgradeTest, Version3Database_KeepsFlowsAndGetsAliases) {
   absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok()) << report->ToString();
-  EXPECT_EQ(report->installed_version, 4);
+  EXPECT_EQ(report->installed_version, LatestPostgresSchemaVersion());
 
   absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
   ASSERT_TRUE(backend.ok()) << backend.status();

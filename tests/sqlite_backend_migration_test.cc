@@ -1,7 +1,8 @@
-// Upgrading a SQLite file of schema version 1 or 2 (written by earlier
+// Upgrading a SQLite file of schema version 1, 2 or 3 (written by earlier
 // builds) to this build's version on open: every record kept and readable,
 // the new columns at their defaults (each flow its own active alias), the
 // layout exactly a new file's, and a failed upgrade changing nothing.
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "sqlite_backend.h"
 #include "support/sqlite_schema_v1.h"
 #include "support/sqlite_schema_v2.h"
+#include "support/sqlite_schema_v3.h"
 #include "support/sqlite_test_support.h"
 
 namespace sluice {
@@ -28,6 +30,7 @@ using ::sluice::sqlite_testing::GetRun;
 using ::sluice::sqlite_testing::J;
 using ::sluice::sqlite_testing::kSchemaV1;
 using ::sluice::sqlite_testing::kSchemaV2;
+using ::sluice::sqlite_testing::kSchemaV3;
 using ::sluice::sqlite_testing::kT0;
 using ::sluice::sqlite_testing::MakeRun;
 using ::sluice::sqlite_testing::RawDatabase;
@@ -37,6 +40,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 const RunId kRun1(0x0190000000007000ULL, 1);
 const RunId kRun2(0x0190000000007000ULL, 2);
@@ -264,7 +268,8 @@ TEST_F(SqliteBackendTest, Open_Version2File_UpgradesToTheNewLayout) {
   const std::string fresh = path() + ".fresh";
   ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
 
-  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"), "3");
+  EXPECT_EQ(RawDatabase(path()).Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
   EXPECT_EQ(Layout(path()), Layout(fresh));
   EXPECT_THAT(RawDatabase(path()).Rows("PRAGMA integrity_check"),
               ElementsAre("ok"));
@@ -367,6 +372,121 @@ TEST_F(SqliteBackendTest, Open_Version2FileThatCannotUpgrade_ChangesNothing) {
                        "'%\\_v2' ESCAPE '\\'"),
               IsEmpty());
   EXPECT_EQ(raw.Value("SELECT count(*) FROM flows"), "2");
+}
+
+// --- Version 3 to 4 (fan-out) ----------------------------------------------
+
+// A version 3 file as a version 3 build left it: flow "greet" with a started
+// run whose task 0 is queued and task 1 started.
+void WriteVersion3File(const std::string& path) {
+  RawDatabase raw(path);
+  raw.Exec(kSchemaV3);
+  const std::string r1 = StrCat("'", kRun1.ToString(), "'");
+  raw.Exec(StrCat(
+      "INSERT INTO flows VALUES ('greet', 'greet', 1, ", Stored(0), ", '{}');",
+      "INSERT INTO aliases VALUES ('greet', 'greet', ", Stored(0), ");",
+      "INSERT INTO queues VALUES ('greet', 'greet', ", Stored(0), ", 2, 0, 2);",
+      "INSERT INTO runs VALUES (1, ", r1, ", 'greet', 'started', 1, '', ",
+      Stored(0), ", NULL, 0, '', 0, NULL, NULL, '{\"n\":1}', NULL);",
+      "INSERT INTO tasks VALUES (1, ", r1,
+      ", 0, 0, 'greet', 'queued', 0, '', 'greet', 1, ", Stored(0),
+      ", NULL, NULL, NULL, 0, '', 0, 0, NULL, '[1]', NULL), (1, ", r1,
+      ", 0, 1, 'greet', 'started', 1, '', 'greet', 2, ", Stored(0), ", ",
+      Stored(1), ", NULL, ", Stored(60), ", 0, 'w1', 0, 0, NULL, '[2]', NULL);",
+      "PRAGMA user_version = 3;"));
+}
+
+// Fan-out works on an upgraded file: a task parks (waiting) and stays
+// unfinished, links and reports are kept.
+void ExpectFanOutWorks(Transaction& txn) {
+  std::vector<TaskRecord> tasks = ValueOf(txn.ListTasks(kRun1));
+  ASSERT_GE(tasks.size(), 2u);
+  TaskUpdate park{.task = tasks[1],
+                  .expected_status = tasks[1].status,
+                  .expected_attempts = tasks[1].attempts};
+  park.task.status = TaskStatus::kWaiting;
+  EXPECT_THAT(ValueOf(txn.UpdateTasks({&park, 1})), ElementsAre(true));
+  std::vector<TaskRecord> unfinished =
+      ValueOf(txn.GetUnfinishedTasks(kRun1, 0, Fields::kAll));
+  EXPECT_GE(unfinished.size(), 1u);
+  EXPECT_TRUE(std::any_of(
+      unfinished.begin(), unfinished.end(),
+      [](const TaskRecord& t) { return t.status == TaskStatus::kWaiting; }));
+  EXPECT_EQ(ValueOf(txn.CountTasks("greet", kT0)).parked, 1);
+  ChildLinkRecord link{.parent = park.task.key,
+                       .child_index = 0,
+                       .child_run_id = kRun2,
+                       .pending_since = kT0,
+                       .spec = J(R"({"flow":"child"})")};
+  EXPECT_TRUE(txn.InsertChildLinks({&link, 1}).ok());
+  EXPECT_EQ(ValueOf(txn.CountChildLinks(park.task.key)).pending, 1);
+  ChildReport report{.parent = park.task.key, .child_run_id = kRun2};
+  EXPECT_THAT(ValueOf(txn.AppendChildReports({&report, 1})), ElementsAre(1));
+}
+
+TEST_F(SqliteBackendTest, Open_Version3File_UpgradesToTheNewLayout) {
+  WriteVersion3File(path());
+
+  ASSERT_NE(Open(), nullptr);
+  const std::string fresh = path() + ".fresh";
+  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"), "4");
+  EXPECT_EQ(Layout(path()), Layout(fresh));
+  EXPECT_THAT(raw.Rows("PRAGMA integrity_check"), ElementsAre("ok"));
+  EXPECT_THAT(raw.Value("SELECT sql FROM sqlite_schema "
+                        "WHERE name = 'tasks_unfinished'"),
+              HasSubstr("'waiting'"));
+}
+
+TEST_F(SqliteBackendTest, Open_Version3File_KeepsTasksAndTakesFanOut) {
+  WriteVersion3File(path());
+  std::unique_ptr<SqliteBackend> backend = Open();
+  ASSERT_NE(backend, nullptr);
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+
+  std::vector<TaskRecord> unfinished =
+      ValueOf(txn->GetUnfinishedTasks(kRun1, std::nullopt, Fields::kAll));
+  ASSERT_EQ(unfinished.size(), 2u);
+  EXPECT_EQ(unfinished[0].status, TaskStatus::kQueued);
+  EXPECT_EQ(unfinished[1].status, TaskStatus::kStarted);
+  EXPECT_EQ(unfinished[1].worker_id, "w1");
+  EXPECT_EQ(ValueOf(txn->CountChildReports()), 0);
+  ExpectFanOutWorks(*txn);
+  EXPECT_TRUE(txn->Commit().ok());
+}
+
+TEST_F(SqliteBackendTest, Open_Version1File_UpgradesThroughToFanOut) {
+  WriteVersion1File(path());
+  std::unique_ptr<SqliteBackend> backend = Open();
+  ASSERT_NE(backend, nullptr);
+  std::unique_ptr<Transaction> txn = Begin(*backend);
+  ExpectFanOutWorks(*txn);
+  EXPECT_TRUE(txn->Commit().ok());
+}
+
+TEST_F(SqliteBackendTest, Open_Version3FileThatCannotUpgrade_ChangesNothing) {
+  WriteVersion3File(path());
+  // A table in the way of the upgrade.
+  RawDatabase(path()).Exec("CREATE TABLE child_reports (x)");
+
+  absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
+      SqliteBackend::Open(path());
+
+  EXPECT_EQ(backend.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(backend.status().message(),
+              AllOf(HasSubstr("schema version 3"), HasSubstr("child_reports"),
+                    HasSubstr(path())));
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"), "3");
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM sqlite_schema "
+                      "WHERE name LIKE 'child\\_links%' ESCAPE '\\'"),
+            "0");
+  EXPECT_THAT(raw.Value("SELECT sql FROM sqlite_schema "
+                        "WHERE name = 'tasks_unfinished'"),
+              Not(HasSubstr("'waiting'")));
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM tasks"), "2");
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include "sluice/records.h"
 #include "sqlite_backend.h"
 #include "sqlite_sql.h"
+#include "sqlite_sql_children.h"
 #include "support/sqlite_test_support.h"
 
 namespace sluice {
@@ -269,10 +270,57 @@ std::vector<PlannedStatement> VersionStatements() {
   };
 }
 
+// Fan-out: child links and child reports.
+std::vector<PlannedStatement> ChildStatements() {
+  namespace sql = sqlite_internal::sql;
+  constexpr std::string_view kLinksOfParent =
+      "(parent_run_seq=? AND parent_step=? AND parent_task=?";
+  constexpr std::string_view kLink =
+      "PRIMARY KEY (parent_run_seq=? AND parent_step=? AND parent_task=? AND "
+      "child_index=?)";
+  // One link by its whole key: through the primary key, or through
+  // child_links_by_status, which holds the key too (status is bound).
+  constexpr std::string_view kLinkByKey = "AND child_index=?)";
+  return {
+      {"FindMissingParent", sql::kFindMissingParent, {kBatch, kTask}},
+      {"InsertChildLinks", sql::kInsertChildLinks, {kBatch}},
+      {"GetChildLinks", sql::kGetChildLinksAll, {kLinksOfParent}},
+      {"GetChildLinksNoPayloads",
+       sql::kGetChildLinksNoPayloads,
+       {kLinksOfParent}},
+      {"CountChildLinks",
+       sql::kCountChildLinks,
+       {"USING COVERING INDEX child_links_by_status", kLinksOfParent}},
+      {"SettleChildLink", sql::kSettleChildLink, {kLinksOfParent, kLinkByKey}},
+      {"CancelPendingChildLinks",
+       sql::kCancelPendingChildLinks,
+       {kLinksOfParent}},
+      {"FindStaleChildLinks",
+       sql::kFindStaleChildLinks,
+       {"USING INDEX child_links_pending (pending_since<?)"}},
+      {"RearmChildLinks", sql::kRearmChildLinks, {kBatch, kLink}},
+      {"FindUncascadedChildLinks",
+       sql::kFindUncascadedChildLinks,
+       {"USING INDEX child_links_uncascaded"}},
+      {"MarkChildLinksCascaded", sql::kMarkChildLinksCascaded, {kBatch, kLink}},
+      {"DeleteRunChildLinks",
+       sql::kDeleteRunChildLinks,
+       {kBatch, "(parent_run_seq=?)"}},
+      {"AppendChildReports", sql::kAppendChildReports, {kBatch}},
+      {"PeekChildReports",
+       sql::kPeekChildReports,
+       {"USING INTEGER PRIMARY KEY (rowid>?)"}},
+      {"DeleteChildReports",
+       sql::kDeleteChildReports,
+       {kBatch, "INTEGER PRIMARY KEY"}},
+  };
+}
+
 std::vector<PlannedStatement> PlannedStatements() {
   std::vector<PlannedStatement> all = RunStatements();
-  for (auto* more : {StepAndTaskStatements, QueueAndOtherStatements,
-                     ListRunsStatements, JobStatements, VersionStatements}) {
+  for (auto* more :
+       {StepAndTaskStatements, QueueAndOtherStatements, ListRunsStatements,
+        JobStatements, VersionStatements, ChildStatements}) {
     for (PlannedStatement& statement : more()) all.push_back(statement);
   }
   return all;
@@ -342,6 +390,18 @@ TEST_F(SqliteBackendTest, PlannedStatements_UseTheirIndexes_AfterAnalyze) {
     ASSERT_TRUE(txn->AppendAttempts({&attempt, 1}).ok());
     ASSERT_TRUE(txn->PutDedupe({"flow", "key", run_id, kT0}).ok());
     ASSERT_TRUE(txn->PutDedupe({"flow", "held", run_id, std::nullopt}).ok());
+    std::vector<ChildLinkRecord> links;
+    for (int i = 0; i < 3; ++i) {
+      links.push_back({.parent = tasks[0].key,
+                       .child_index = i,
+                       .child_run_id = RunId::Random(),
+                       .pending_since = kT0,
+                       .spec = J("{}")});
+    }
+    ASSERT_TRUE(txn->InsertChildLinks(links).ok());
+    // No child report, as no outbox report: both hold only what is not
+    // relayed yet, and statistics taken over a handful of rows make SQLite
+    // scan them (docs/decisions/0036-fan-out-storage.md).
     ASSERT_TRUE(txn->Commit().ok());
   }
   RawDatabase raw(path());

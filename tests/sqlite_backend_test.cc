@@ -60,18 +60,20 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
   RawDatabase raw(path());
   EXPECT_EQ(raw.Value("PRAGMA user_version"),
             std::to_string(SqliteBackend::kSchemaVersion));
-  EXPECT_THAT(raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'table' "
-                       "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-              ElementsAre("aliases", "archived_messages", "attempts", "dedupe",
-                          "flows", "messages", "outbox", "queues", "runs",
-                          "step_states", "tasks", "workers"));
+  EXPECT_THAT(
+      raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'table' "
+               "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+      ElementsAre("aliases", "archived_messages", "attempts", "child_links",
+                  "child_reports", "dedupe", "flows", "messages", "outbox",
+                  "queues", "runs", "step_states", "tasks", "workers"));
   EXPECT_THAT(
       raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
                "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-      ElementsAre("dedupe_expiring", "messages_claim", "messages_visible",
-                  "outbox_by_created", "runs_by_flow", "runs_by_key",
-                  "runs_by_start", "runs_finished", "tasks_stalled",
-                  "tasks_unfinished"));
+      ElementsAre("child_links_by_status", "child_links_pending",
+                  "child_links_uncascaded", "dedupe_expiring", "messages_claim",
+                  "messages_visible", "outbox_by_created", "runs_by_flow",
+                  "runs_by_key", "runs_by_start", "runs_finished",
+                  "tasks_stalled", "tasks_unfinished"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {

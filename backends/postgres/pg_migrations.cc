@@ -47,6 +47,8 @@ constexpr ExpectedTable kTables[] = {
     {"sluice.attempts", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.dedupe", "SELECT,INSERT,UPDATE,DELETE"},
     {"sluice.aliases", "SELECT,INSERT,UPDATE,DELETE"},
+    {"sluice.child_links", "SELECT,INSERT,UPDATE,DELETE"},
+    {"sluice.child_reports", "SELECT,INSERT,UPDATE,DELETE"},
     {"pgmq.meta", "SELECT"},
 };
 // Functions, and whether the runtime role must be able to call them.

@@ -201,6 +201,37 @@ absl::StatusOr<OutboxReport> ReadReport(Row row) {
   return Checked(row, std::move(report));
 }
 
+absl::StatusOr<ChildLinkRecord> ReadChildLink(Row row, Fields fields) {
+  ChildLinkRecord link;
+  link.parent = ReadTaskKey(row);
+  link.child_index = static_cast<int>(row.Int());
+  link.child_store = row.Text();
+  link.child_run_id = row.RunId();
+  link.status = ReadEnum(row, ParseChildStatus, ChildStatus::kPending);
+  link.error = row.Text();
+  link.cascaded = row.Bool();
+  link.pending_since = row.Time();
+  if (fields == Fields::kAll) {
+    link.output = row.OptionalJson("child link output");
+    link.spec = row.Json("child link spec");
+  }
+  return Checked(row, std::move(link));
+}
+
+absl::StatusOr<ChildReport> ReadChildReport(Row row) {
+  ChildReport report;
+  report.report_id = row.Int();
+  report.parent_store = row.Text();
+  report.parent = ReadTaskKey(row);
+  report.child_index = static_cast<int>(row.Int());
+  report.child_run_id = row.RunId();
+  report.outcome = ReadEnum(row, ParseChildStatus, ChildStatus::kCompleted);
+  report.error = row.Text();
+  report.created_at = row.Time();
+  report.output = row.OptionalJson("child report output");
+  return Checked(row, std::move(report));
+}
+
 absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields) {
   MessageRecord message;
   message.message_id = row.Int();

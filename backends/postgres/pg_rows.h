@@ -22,6 +22,10 @@ absl::StatusOr<RunRecord> ReadRun(Row row, Fields fields);
 absl::StatusOr<StepStateRecord> ReadStepState(Row row, Fields fields);
 absl::StatusOr<TaskRecord> ReadTask(Row row, Fields fields);
 absl::StatusOr<OutboxReport> ReadReport(Row row);
+// Fan-out: pg_sql_children.h's kChildLinkAll (kChildLinkState for
+// kNoPayloads) and kChildReport.
+absl::StatusOr<ChildLinkRecord> ReadChildLink(Row row, Fields fields);
+absl::StatusOr<ChildReport> ReadChildReport(Row row);
 // msg_id, read_ct, enqueued_at, vt, priority, then message for kAll.
 absl::StatusOr<MessageRecord> ReadMessage(Row row, Fields fields);
 absl::StatusOr<AttemptRecord> ReadAttempt(Row row);

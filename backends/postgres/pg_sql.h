@@ -391,13 +391,14 @@ inline constexpr auto kUpdateTasks = Join(kUpdateTasksInput, kUpdateTasksSet);
 inline constexpr auto kUpdateTasksSkipLocked =
     Join(kUpdateTasksInput, " SKIP LOCKED", kUpdateTasksSet);
 
+// The status list is tasks_unfinished's predicate (0005 added 'waiting').
 inline constexpr char kUnfinishedOfRun[] =
     " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.status IN "
-    "('queued', 'started') ORDER BY t.step_index, t.task_index "
+    "('queued', 'started', 'waiting') ORDER BY t.step_index, t.task_index "
     "FOR NO KEY UPDATE OF t";
 inline constexpr char kUnfinishedOfStep[] =
     " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.step_index = $2 AND "
-    "t.status IN ('queued', 'started') ORDER BY t.task_index "
+    "t.status IN ('queued', 'started', 'waiting') ORDER BY t.task_index "
     "FOR NO KEY UPDATE OF t";
 inline constexpr auto kUnfinishedOfRunAll =
     Join("SELECT ", kTaskAll.text, kUnfinishedOfRun);

@@ -14,7 +14,8 @@
 // Sources: flows, aliases, queues, workers and notifications in
 // pg_tables.cc; runs,
 // step states and retention in pg_tables_runs.cc; tasks and the outbox in
-// pg_tables_tasks.cc; queue messages in pg_tables_messages.cc; the
+// pg_tables_tasks.cc; fan-out child links and reports in
+// pg_tables_children.cc; queue messages in pg_tables_messages.cc; the
 // attempts ledger, the dedupe registry, queue pausing and task counts in
 // pg_tables_jobs.cc.
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_TABLES_H_
@@ -117,6 +118,27 @@ class PgTables {
   absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
       absl::Time created_before, int limit);
   absl::StatusOr<int64_t> CountReports();
+
+  // Fan-out children (pg_tables_children.cc).
+  absl::Status InsertChildLinks(std::span<const ChildLinkRecord> links);
+  absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
+      const TaskKey& parent, Fields fields);
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent);
+  absl::StatusOr<std::vector<bool>> SettleChildLinks(
+      std::span<const ChildSettlement> settlements);
+  absl::StatusOr<int64_t> CancelPendingChildLinks(const TaskKey& parent,
+                                                  std::string_view error);
+  absl::StatusOr<std::vector<ChildLinkRecord>> TakeStaleChildLinks(
+      absl::Time pending_before, absl::Time now, int limit);
+  absl::StatusOr<std::vector<ChildLinkRecord>> FindUncascadedChildLinks(
+      int limit);
+  absl::Status MarkChildLinksCascaded(std::span<const ChildLinkRecord> links);
+  absl::StatusOr<std::vector<int64_t>> AppendChildReports(
+      std::span<const ChildReport> reports);
+  absl::StatusOr<std::vector<ChildReport>> PeekChildReports(int64_t after_id,
+                                                            int limit);
+  absl::Status DeleteChildReports(std::span<const int64_t> report_ids);
+  absl::StatusOr<int64_t> CountChildReports();
 
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<const OutgoingMessage> messages,

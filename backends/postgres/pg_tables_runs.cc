@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
+#include "pg_sql_children.h"
 #include "pg_tables.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -326,7 +327,9 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
   const std::string ids = std::move(literal).Take();
   SLUICE_ASSIGN_OR_RETURN(
       Result queues, Query(sql::kQueuesOfRuns, Params().Text(ids), kOperation));
-  // Messages first: they are found through the tasks.
+  // Messages first: they are found through the tasks. The runs' child links
+  // (as parents) go before their tasks; child reports stay in this, the
+  // child's, store until relayed (docs/decisions/0036-fan-out-storage.md).
   for (int i = 0; i < queues.rows(); ++i) {
     const std::string queue = queues.row(i).Text();
     const QueueSql& statements = connection_.StatementsFor(queue);
@@ -336,7 +339,8 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
          kOperation, queue);
   }
   for (std::string_view dependents :
-       {sql::kDeleteRunReports, sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
+       {sql::kDeleteRunReports, sql::kDeleteRunChildLinks,
+        sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
         sql::kDeleteRunStepStates}) {
     Send(dependents, Params().Text(ids), kOperation);
   }

@@ -315,6 +315,70 @@ absl::StatusOr<int64_t> PostgresTransaction::CountReports() {
   return Guarded([&] { return tables_.CountReports(); });
 }
 
+// --- Fan-out children ------------------------------------------------------
+
+absl::Status PostgresTransaction::InsertChildLinks(
+    std::span<ChildLinkRecord> links) {
+  return Guarded([&] { return tables_.InsertChildLinks(links); });
+}
+
+absl::StatusOr<std::vector<ChildLinkRecord>> PostgresTransaction::GetChildLinks(
+    const TaskKey& parent, Fields fields) {
+  return Guarded([&] { return tables_.GetChildLinks(parent, fields); });
+}
+
+absl::StatusOr<ChildCounts> PostgresTransaction::CountChildLinks(
+    const TaskKey& parent) {
+  return Guarded([&] { return tables_.CountChildLinks(parent); });
+}
+
+absl::StatusOr<std::vector<bool>> PostgresTransaction::SettleChildLinks(
+    std::span<ChildSettlement> settlements) {
+  return Guarded([&] { return tables_.SettleChildLinks(settlements); });
+}
+
+absl::StatusOr<int64_t> PostgresTransaction::CancelPendingChildLinks(
+    const TaskKey& parent, std::string_view error) {
+  return Guarded(
+      [&] { return tables_.CancelPendingChildLinks(parent, error); });
+}
+
+absl::StatusOr<std::vector<ChildLinkRecord>>
+PostgresTransaction::TakeStaleChildLinks(absl::Time pending_before,
+                                         absl::Time now, int limit) {
+  return Guarded(
+      [&] { return tables_.TakeStaleChildLinks(pending_before, now, limit); });
+}
+
+absl::StatusOr<std::vector<ChildLinkRecord>>
+PostgresTransaction::FindUncascadedChildLinks(int limit) {
+  return Guarded([&] { return tables_.FindUncascadedChildLinks(limit); });
+}
+
+absl::Status PostgresTransaction::MarkChildLinksCascaded(
+    std::span<const ChildLinkRecord> links) {
+  return Guarded([&] { return tables_.MarkChildLinksCascaded(links); });
+}
+
+absl::StatusOr<std::vector<int64_t>> PostgresTransaction::AppendChildReports(
+    std::span<const ChildReport> reports) {
+  return Guarded([&] { return tables_.AppendChildReports(reports); });
+}
+
+absl::StatusOr<std::vector<ChildReport>> PostgresTransaction::PeekChildReports(
+    int64_t after_id, int limit) {
+  return Guarded([&] { return tables_.PeekChildReports(after_id, limit); });
+}
+
+absl::Status PostgresTransaction::DeleteChildReports(
+    std::span<const int64_t> report_ids) {
+  return Guarded([&] { return tables_.DeleteChildReports(report_ids); });
+}
+
+absl::StatusOr<int64_t> PostgresTransaction::CountChildReports() {
+  return Guarded([&] { return tables_.CountChildReports(); });
+}
+
 absl::StatusOr<std::vector<int64_t>> PostgresTransaction::SendMessages(
     std::string_view queue, std::span<OutgoingMessage> messages,
     absl::Time now) {

@@ -284,6 +284,41 @@ absl::StatusOr<OutboxReport> ReadReport(const Statement& row) {
   return report;
 }
 
+ChildLinkRecord ReadChildLink(const Statement& row, Fields fields, int first) {
+  int c = first;
+  ChildLinkRecord link;
+  link.parent = ReadTaskKey(row, c, link.unreadable);
+  c += 3;
+  link.child_index = static_cast<int>(row.Int(c++));
+  link.child_store = row.Text(c++);
+  link.child_run_id = ReadRunId(row, c++, link.unreadable);
+  link.status = ReadEnum(row, c++, ParseChildStatus, link.unreadable);
+  link.error = row.Text(c++);
+  link.cascaded = row.Int(c++) != 0;
+  link.pending_since = row.Time(c++);
+  if (fields == Fields::kAll) {
+    link.output =
+        ReadOptionalJson(row, c++, "child link output", link.unreadable);
+    link.spec = ReadJson(row, c++, "child link spec", link.unreadable);
+  }
+  return link;
+}
+
+ChildReport ReadChildReport(const Statement& row) {
+  ChildReport report;
+  report.report_id = row.Int(0);
+  report.parent_store = row.Text(1);
+  report.parent = ReadTaskKey(row, 2, report.unreadable);
+  report.child_index = static_cast<int>(row.Int(5));
+  report.child_run_id = ReadRunId(row, 6, report.unreadable);
+  report.outcome = ReadEnum(row, 7, ParseChildStatus, report.unreadable);
+  report.error = row.Text(8);
+  report.created_at = row.Time(9);
+  report.output =
+      ReadOptionalJson(row, 10, "child report output", report.unreadable);
+  return report;
+}
+
 absl::StatusOr<MessageRecord> ReadMessage(const Statement& row, Fields fields,
                                           int first) {
   MessageRecord message;

@@ -96,6 +96,12 @@ inline constexpr char kReportColumns[] =
     "report_id, run_id, step_index, task_index, flow_slug, kind, created_at";
 absl::StatusOr<OutboxReport> ReadReport(const Statement& row);
 
+// Fan-out: sqlite_sql_children.h's kChildLinkColumns (kChildLinkStateColumns
+// for kNoPayloads) and kChildReportColumns, from `first` on.
+ChildLinkRecord ReadChildLink(const Statement& row, Fields fields,
+                              int first = 0);
+ChildReport ReadChildReport(const Statement& row);
+
 inline constexpr char kMessageStateColumns[] =
     "message_id, read_count, enqueued_at, visible_at, priority";
 inline constexpr auto kMessageColumns = JoinSql(kMessageStateColumns, ", body");

@@ -2,6 +2,12 @@
 // creating a new file (sqlite_schema.cc) and upgrading an old one
 // (sqlite_schema_upgrade.cc).
 //
+// Schema version 4: version 3 plus fan-out: child_links (one row per child
+// of a parked parent task, in the parent's store) and child_reports (the
+// outbox of a child's terminal transitions, in the child's store); tasks
+// may be 'waiting' (parked), which tasks_unfinished now holds too (see
+// docs/decisions/0036-fan-out-storage.md).
+//
 // Schema version 3: version 2 (version 1 plus jobs: priorities and FIFO
 // sequence numbers on messages, external keys, metadata and options on runs,
 // the attempts ledger, the dedupe registry, paused queues; see
@@ -31,7 +37,8 @@
 //                           queue's id and FIFO sequences (ids never reused,
 //                           even after archive)
 //   tasks by message        tasks UNIQUE (queue_name, message_id)
-//   unfinished tasks        tasks_unfinished (partial: queued or started)
+//   unfinished tasks        tasks_unfinished (partial: queued, started or
+//                           waiting; version 4 added waiting)
 //   stalled tasks           tasks_stalled (partial: started), by stall_at
 //   stale reports           outbox_by_created
 //   runs of a flow / all    runs_by_flow / runs_by_start, by (started_at,
@@ -50,6 +57,15 @@
 //                           archived) by (queue_name, message_id); its
 //                           reports by a scan of the outbox (see below)
 //   expired dedupe entries  dedupe_expiring (partial: expires_at set)
+//   a parent's child links  child_links PK (parent_run_seq, parent_step,
+//                           parent_task, child_index)
+//   a parent's link counts  child_links_by_status (the PK prefix, status):
+//                           counted from the index alone
+//   stale pending links     child_links_pending (partial: pending), by
+//                           pending_since
+//   cancels owed to         child_links_uncascaded (partial: cancelled and
+//   children                not cascaded)
+//   child reports           child_reports' rowid (report_id), from `after`
 //
 // Run ids used to be random UUIDs, and keying step_states and tasks by them
 // would put every new row on a random b-tree page. So runs get an
@@ -243,7 +259,7 @@ CREATE TABLE tasks (
 )sql",
                                     R"sql(
 CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)
-  WHERE status IN ('queued', 'started');
+  WHERE status IN ('queued', 'started', 'waiting');
 CREATE INDEX tasks_stalled ON tasks (stall_at) WHERE status = 'started';
 )sql"};
 
@@ -309,17 +325,71 @@ CREATE TABLE workers (
 )sql",
                                       ""};
 
+// Version 4: one row per child of a fanned-out (waiting) parent task, in the
+// parent's store, keyed like tasks by the parent run's seq. Only 'pending'
+// rows move, once. pending_since is re-armed by each sweep that looks at
+// the row. spec is the child's full request, opaque to the store.
+inline constexpr TableSchema kChildLinks{"child_links", R"sql(
+CREATE TABLE child_links (
+  parent_run_seq  INTEGER NOT NULL,  -- runs.seq of parent_run_id
+  parent_run_id   TEXT NOT NULL,
+  parent_step     INTEGER NOT NULL,
+  parent_task     INTEGER NOT NULL,
+  child_index     INTEGER NOT NULL,
+  child_store     TEXT NOT NULL,     -- '' for the parent's own store
+  child_run_id    TEXT NOT NULL,
+  status          TEXT NOT NULL,
+  error           TEXT NOT NULL,
+  cascaded        INTEGER NOT NULL,
+  pending_since   INTEGER NOT NULL,
+  output          TEXT,
+  spec            TEXT NOT NULL,
+  PRIMARY KEY (parent_run_seq, parent_step, parent_task, child_index)
+) WITHOUT ROWID;
+)sql",
+                                         R"sql(
+CREATE INDEX child_links_by_status
+  ON child_links (parent_run_seq, parent_step, parent_task, status);
+CREATE INDEX child_links_pending ON child_links (pending_since)
+  WHERE status = 'pending';
+CREATE INDEX child_links_uncascaded
+  ON child_links (parent_run_seq, parent_step, parent_task, child_index)
+  WHERE status = 'cancelled' AND cascaded = 0;
+)sql"};
+
+// Version 4: a child run's terminal transitions, in the child's store,
+// until the relay has applied them to the parent's store and deletes them.
+// The parent may live in another store, so it is named by run id, not seq.
+// AUTOINCREMENT: a deleted report's id is never handed out again, so a
+// relay's `after` cursor never skips a new report.
+inline constexpr TableSchema kChildReports{"child_reports", R"sql(
+CREATE TABLE child_reports (
+  report_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+  parent_store   TEXT NOT NULL,     -- '' for the child's own store
+  parent_run_id  TEXT NOT NULL,
+  parent_step    INTEGER NOT NULL,
+  parent_task    INTEGER NOT NULL,
+  child_index    INTEGER NOT NULL,
+  child_run_id   TEXT NOT NULL,
+  outcome        TEXT NOT NULL,
+  error          TEXT NOT NULL,
+  created_at     INTEGER NOT NULL,
+  output         TEXT
+);
+)sql",
+                                           ""};
+
 inline constexpr const TableSchema* kSchema[] = {
-    &kFlows,  &kAliases,    &kQueues, &kMessages, &kArchivedMessages,
-    &kRuns,   &kStepStates, &kTasks,  &kAttempts, &kDedupe,
-    &kOutbox, &kWorkers,
+    &kFlows,  &kAliases,    &kQueues,     &kMessages,     &kArchivedMessages,
+    &kRuns,   &kStepStates, &kTasks,      &kAttempts,     &kDedupe,
+    &kOutbox, &kWorkers,    &kChildLinks, &kChildReports,
 };
 
 // Runs `sql` (any number of statements); a failure names `what`.
 absl::Status ExecuteSchemaSql(sqlite3* db, const char* sql,
                               std::string_view what);
 
-// Upgrades a file of schema version 1 or 2 to this build's version, step by
+// Upgrades a file of schema version 1, 2 or 3 to this build's version, step by
 // step, in the caller's transaction (sqlite_schema_upgrade.cc).
 absl::Status UpgradeSchema(sqlite3* db, int64_t version);
 

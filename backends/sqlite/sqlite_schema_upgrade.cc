@@ -77,6 +77,19 @@ INSERT INTO aliases (alias, active_slug, updated_at)
 ALTER TABLE workers ADD COLUMN served TEXT;
 )sql";
 
+// Version 3 to 4 (fan-out; see docs/decisions/0036-fan-out-storage.md): the
+// child_links and child_reports tables, and tasks_unfinished rebuilt to hold
+// 'waiting' (parked) tasks too. No task is waiting in a version 3 file, so
+// the rebuilt index holds the same rows. (A version 1 file's tasks rebuild
+// above already creates the new index; dropping and creating it again is
+// harmless.)
+constexpr const TableSchema* kNewInV4[] = {&kChildLinks, &kChildReports};
+constexpr char kIndexesV4[] = R"sql(
+DROP INDEX IF EXISTS tasks_unfinished;
+CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)
+  WHERE status IN ('queued', 'started', 'waiting');
+)sql";
+
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
   return ExecuteSchemaSql(db, sql, what);
 }
@@ -125,11 +138,19 @@ absl::Status MigrateV2ToV3(sqlite3* db) {
   return Execute(db, kFillV3, kWhat);
 }
 
+// Version 3 to 4 (see kNewInV4).
+absl::Status MigrateV3ToV4(sqlite3* db) {
+  constexpr std::string_view kWhat = "upgrade schema version 3 to 4";
+  SLUICE_RETURN_IF_ERROR(RebuildAndCreate(db, {}, kNewInV4, 3, kWhat));
+  return Execute(db, kIndexesV4, kWhat);
+}
+
 }  // namespace
 
 absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
   if (version == 1) SLUICE_RETURN_IF_ERROR(MigrateV1ToV2(db));
-  return MigrateV2ToV3(db);
+  if (version <= 2) SLUICE_RETURN_IF_ERROR(MigrateV2ToV3(db));
+  return MigrateV3ToV4(db);
 }
 
 }  // namespace sluice::sqlite_internal

@@ -291,7 +291,8 @@ inline constexpr std::string_view kUpdateTask =
 // index.
 inline constexpr char kUnfinishedOfRunWhere[] =
     " FROM tasks INDEXED BY tasks_unfinished WHERE run_seq = ?1 "
-    "AND status IN ('queued', 'started') ORDER BY step_index, task_index";
+    "AND status IN ('queued', 'started', 'waiting') "
+    "ORDER BY step_index, task_index";
 inline constexpr auto kUnfinishedOfRunAll =
     JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfRunWhere);
 inline constexpr auto kUnfinishedOfRunNoPayloads =
@@ -301,7 +302,7 @@ inline constexpr ByFields kUnfinishedOfRun{kUnfinishedOfRunAll.view(),
 
 inline constexpr char kUnfinishedOfStepWhere[] =
     " FROM tasks INDEXED BY tasks_unfinished WHERE run_seq = ?1 "
-    "AND step_index = ?2 AND status IN ('queued', 'started') "
+    "AND step_index = ?2 AND status IN ('queued', 'started', 'waiting') "
     "ORDER BY task_index";
 inline constexpr auto kUnfinishedOfStepAll =
     JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfStepWhere);
@@ -336,13 +337,15 @@ inline constexpr ByFields kFindStalledTasks{kFindStalledTasksAll.view(),
 // tasks' UNIQUE (queue_name, message_id); a queued task's message (by its
 // primary key) says whether it is waiting (visible at ?2) or delayed. A
 // queued task without a live message can't be claimed: it counts as
-// delayed. Conditional sums rather than GROUP BY, which would sort.
+// delayed. Conditional sums rather than GROUP BY, which would sort. A
+// waiting (parked) task counts as parked.
 inline constexpr std::string_view kCountTasks =
     "SELECT sum(t.status = 'queued' AND m.visible_at <= ?2), "
     "sum(t.status = 'queued' AND (m.visible_at IS NULL OR m.visible_at > ?2)), "
     "sum(t.status = 'started'), sum(t.status = 'completed'), "
     "sum(t.status = 'failed'), sum(t.status = 'cancelled'), "
-    "sum(t.status = 'skipped') FROM tasks AS t LEFT JOIN messages AS m "
+    "sum(t.status = 'skipped'), sum(t.status = 'waiting') "
+    "FROM tasks AS t LEFT JOIN messages AS m "
     "ON t.status = 'queued' AND m.queue_name = t.queue_name "
     "AND m.message_id = t.message_id WHERE t.queue_name = ?1";
 

@@ -14,7 +14,8 @@
 // in sqlite_tables_versions.cc; runs,
 // step states and retention in sqlite_tables_runs.cc; listing runs and
 // finding them by key in sqlite_tables_listing.cc; tasks and the outbox in
-// sqlite_tables_tasks.cc; queue messages in sqlite_tables_messages.cc; the
+// sqlite_tables_tasks.cc; fan-out child links and reports in
+// sqlite_tables_children.cc; queue messages in sqlite_tables_messages.cc; the
 // attempts ledger, the dedupe registry and counts in sqlite_tables_jobs.cc.
 //
 // REQUIRES: the connection's mutex is held and a transaction is open.
@@ -126,6 +127,27 @@ class SqliteTables {
   absl::StatusOr<std::vector<OutboxReport>> TakeStaleReports(
       absl::Time created_before, int limit);
   absl::StatusOr<int64_t> CountReports();
+
+  // Fan-out children (sqlite_tables_children.cc).
+  absl::Status InsertChildLinks(std::span<const ChildLinkRecord> links);
+  absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
+      const TaskKey& parent, Fields fields);
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent);
+  absl::StatusOr<std::vector<bool>> SettleChildLinks(
+      std::span<const ChildSettlement> settlements);
+  absl::StatusOr<int64_t> CancelPendingChildLinks(const TaskKey& parent,
+                                                  std::string_view error);
+  absl::StatusOr<std::vector<ChildLinkRecord>> TakeStaleChildLinks(
+      absl::Time pending_before, absl::Time now, int limit);
+  absl::StatusOr<std::vector<ChildLinkRecord>> FindUncascadedChildLinks(
+      int limit);
+  absl::Status MarkChildLinksCascaded(std::span<const ChildLinkRecord> links);
+  absl::StatusOr<std::vector<int64_t>> AppendChildReports(
+      std::span<const ChildReport> reports);
+  absl::StatusOr<std::vector<ChildReport>> PeekChildReports(int64_t after_id,
+                                                            int limit);
+  absl::Status DeleteChildReports(std::span<const int64_t> report_ids);
+  absl::StatusOr<int64_t> CountChildReports();
 
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<const OutgoingMessage> messages,

@@ -30,6 +30,7 @@ absl::StatusOr<QueueCounts> SqliteTables::CountTasks(std::string_view queue,
   counts.failed = count.Int(4);
   counts.cancelled = count.Int(5);
   counts.skipped = count.Int(6);
+  counts.parked = count.Int(7);
   return counts;
 }
 

@@ -11,6 +11,7 @@
 #include "sqlite_counter_batch.h"
 #include "sqlite_rows.h"
 #include "sqlite_sql.h"
+#include "sqlite_sql_children.h"
 #include "sqlite_status.h"
 #include "sqlite_tables.h"
 
@@ -198,10 +199,14 @@ absl::StatusOr<int> SqliteTables::DeleteRuns(std::span<const RunId> run_ids) {
     }
   }
   if (runs.empty()) return 0;
-  // Messages first: they are found through the tasks.
+  // Messages first: they are found through the tasks. The runs' child links
+  // (as parents) go with them; child reports stay in this, the child's,
+  // store until relayed, even if their parent run is gone
+  // (docs/decisions/0036-fan-out-storage.md).
   for (std::string_view dependents :
        {sql::kDeleteRunMessages.view(), sql::kDeleteRunArchivedMessages.view(),
-        sql::kDeleteRunReports, sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
+        sql::kDeleteRunReports, sql::kDeleteRunChildLinks,
+        sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
         sql::kDeleteRunStepStates}) {
     SLUICE_ASSIGN_OR_RETURN(Statement remove, Prepare(dependents, kOperation));
     remove.BindRows(1, runs);

@@ -78,8 +78,8 @@ void Conformance::ResetBackend() {
   SqlSession sql(postgres_database_->url());
   sql.Rows(
       "TRUNCATE sluice.flows, sluice.queues, sluice.runs, sluice.step_states, "
-      "sluice.tasks, sluice.outbox, sluice.workers, sluice.aliases "
-      "RESTART IDENTITY CASCADE");
+      "sluice.tasks, sluice.outbox, sluice.workers, sluice.aliases, "
+      "sluice.child_links, sluice.child_reports RESTART IDENTITY CASCADE");
   sql.Rows("SELECT pgmq.drop_queue(queue_name) FROM pgmq.meta");
   backend_ =
       OpenTestBackend(GetParam(), sqlite_path_, postgres_database_->url());
