@@ -278,6 +278,9 @@ std::vector<PlannedStatement> ChildStatements() {
   constexpr std::string_view kLink =
       "PRIMARY KEY (parent_run_seq=? AND parent_step=? AND parent_task=? AND "
       "child_index=?)";
+  // One link by its whole key: through the primary key, or through
+  // child_links_by_status, which holds the key too (status is bound).
+  constexpr std::string_view kLinkByKey = "AND child_index=?)";
   return {
       {"FindMissingParent", sql::kFindMissingParent, {kBatch, kTask}},
       {"InsertChildLinks", sql::kInsertChildLinks, {kBatch}},
@@ -288,7 +291,7 @@ std::vector<PlannedStatement> ChildStatements() {
       {"CountChildLinks",
        sql::kCountChildLinks,
        {"USING COVERING INDEX child_links_by_status", kLinksOfParent}},
-      {"SettleChildLink", sql::kSettleChildLink, {kLink}},
+      {"SettleChildLink", sql::kSettleChildLink, {kLinksOfParent, kLinkByKey}},
       {"CancelPendingChildLinks",
        sql::kCancelPendingChildLinks,
        {kLinksOfParent}},
@@ -396,8 +399,9 @@ TEST_F(SqliteBackendTest, PlannedStatements_UseTheirIndexes_AfterAnalyze) {
                        .spec = J("{}")});
     }
     ASSERT_TRUE(txn->InsertChildLinks(links).ok());
-    ChildReport report{.parent = tasks[0].key, .child_run_id = run_id};
-    ASSERT_TRUE(txn->AppendChildReports({&report, 1}).ok());
+    // No child report, as no outbox report: both hold only what is not
+    // relayed yet, and statistics taken over a handful of rows make SQLite
+    // scan them (docs/decisions/0036-fan-out-storage.md).
     ASSERT_TRUE(txn->Commit().ok());
   }
   RawDatabase raw(path());

@@ -32,6 +32,8 @@ struct TransactionEffects {
   absl::flat_hash_set<std::string> queues_to_wake;
   // Runs started and ended, counted in the metrics once committed.
   RunTally runs;
+  // Child reports were written (fan-out): the relay has work.
+  bool child_reports = false;
 };
 
 // An enqueue inside a host's transaction (host_transaction.h): it begins on

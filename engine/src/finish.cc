@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
+#include "fan_out_internal.h"
 #include "lease.h"
 #include "ledger.h"
 #include "run_options.h"
@@ -240,7 +241,8 @@ absl::Status CompletionWriteFailed(const absl::Status& status) {
 // `failed` set; the caller retries without that write.
 absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     Engine::Impl& impl, std::span<const TaskResult> results,
-    std::span<const TaskKey> keys, std::optional<WriteFailure>& failed) {
+    std::span<const TaskKey> keys, std::optional<WriteFailure>& failed,
+    std::vector<size_t>& fan_outs) {
   FinishOutcome outcome;
   outcome.dispositions.assign(results.size(), ResultDisposition::kStale);
   const EngineOptions& options = impl.options();
@@ -256,6 +258,11 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   absl::flat_hash_map<std::string, std::vector<int64_t>> late_archives;
   for (size_t i = 0; i < results.size(); ++i) {
     const TaskResult& result = results[i];
+    if (result.outcome.ok() && result.outcome->is_fan_out() &&
+        !result.outcome->fan_out().children.empty()) {
+      fan_outs.push_back(i);
+      continue;
+    }
     if (!tasks[i]) {
       outcome.dispositions[i] = ResultDisposition::kNotFound;
       continue;
@@ -280,8 +287,12 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     next.stall_at.reset();
     absl::Status failure = result.outcome.status();
     if (result.outcome.ok()) {
-      failure = PlanOutput(*result.outcome, step, options.max_payload_bytes,
-                           next, plan, now);
+      // A FanOut without children completes at once with no results.
+      const Json output = result.outcome->is_fan_out()
+                              ? Json(boost::json::array())
+                              : result.outcome->output();
+      failure =
+          PlanOutput(output, step, options.max_payload_bytes, next, plan, now);
     }
     if (!failure.ok()) PlanFailure(failure, policy, next, plan, now);
     updates.push_back(std::move(u));
@@ -363,15 +374,45 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   std::span<const TaskResult> current = results;
   while (true) {
     std::optional<WriteFailure> failed;
+    std::vector<size_t> fan_outs;
     absl::StatusOr<FinishOutcome> outcome =
-        FinishInOneTransaction(*impl_, current, keys, failed);
-    if (!failed) return outcome;
+        FinishInOneTransaction(*impl_, current, keys, failed, fan_outs);
+    if (!failed) {
+      if (!outcome.ok()) return outcome;
+      // Each FanOut is acked after the batch, in its own transaction.
+      for (size_t i : fan_outs) {
+        SLUICE_RETURN_IF_ERROR(FinishFanOut(current[i], i, *outcome));
+      }
+      return outcome;
+    }
     if (adjusted.empty()) adjusted.assign(results.begin(), results.end());
     TaskResult& result = adjusted[failed->result];
     result.outcome = CompletionWriteFailed(failed->status);
     result.completion_write = nullptr;
     current = adjusted;
   }
+}
+
+absl::Status Engine::FinishFanOut(const TaskResult& result, size_t index,
+                                  FinishOutcome& outcome) {
+  SLUICE_ASSIGN_OR_RETURN(
+      FanOutAck ack,
+      AckFanOut(*impl_, result.key, result.attempt, result.outcome->fan_out()));
+  if (ack.invalid.ok()) {
+    outcome.dispositions[index] = ack.disposition;
+    outcome.report_ids.insert(outcome.report_ids.end(), ack.report_ids.begin(),
+                              ack.report_ids.end());
+    return absl::OkStatus();
+  }
+  // Retrying cannot fix a FanOut the engine refuses: fail the attempt.
+  TaskResult failed{result.key, result.attempt,
+                    NonRetryable(ToStd(ack.invalid.message()))};
+  SLUICE_ASSIGN_OR_RETURN(FinishOutcome got,
+                          FinishTasks(std::span(&failed, 1)));
+  outcome.dispositions[index] = got.dispositions[0];
+  outcome.report_ids.insert(outcome.report_ids.end(), got.report_ids.begin(),
+                            got.report_ids.end());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(

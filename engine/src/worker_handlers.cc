@@ -11,10 +11,10 @@ namespace {
 
 // Runs the task's handler; `completion_write` receives the write it
 // registered, if any.
-absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
-                                const ClaimedTask& task,
-                                const CancelToken& cancel,
-                                NativeWrite& completion_write) {
+absl::StatusOr<StepResult> RunHandler(const WorkerShared& shared,
+                                      const ClaimedTask& task,
+                                      const CancelToken& cancel,
+                                      NativeWrite& completion_write) {
   const Handler* handler =
       shared.HandlerFor(task.flow_slug, task.key.step_index);
   if (handler == nullptr) {
@@ -29,7 +29,7 @@ absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
                         task.deadline, task.traceparent},
       cancel, shared.log);
   try {
-    absl::StatusOr<Json> outcome = (*handler)(task.input, context);
+    absl::StatusOr<StepResult> outcome = (*handler)(task.input, context);
     completion_write = context.TakeCompletionWrite();
     return outcome;
   } catch (const std::exception& e) {
@@ -72,7 +72,7 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
     NativeWrite completion_write;
     std::optional<SpanScope> span;
     if (s.tracer != nullptr) span.emplace(s, HandlerSpan(next.first));
-    absl::StatusOr<Json> outcome =
+    absl::StatusOr<StepResult> outcome =
         RunHandler(s, next.first, next.second, completion_write);
     if (span) span->End(outcome.status());
     if (StepMetrics* m =
