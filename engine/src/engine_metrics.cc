@@ -44,6 +44,11 @@ absl::Status ReadStoreGauges(Engine::Impl& impl, MetricsSnapshot& snapshot) {
     q.waiting = c.waiting;
     q.delayed = c.delayed;
     q.active = c.active;
+    q.oldest_waiting_seconds =
+        c.oldest_waiting_since
+            ? std::max(0.0, absl::ToDoubleSeconds(snapshot.taken_at -
+                                                  *c.oldest_waiting_since))
+            : 0.0;
   }
   snapshot.outbox_backlog = backlog;
   return absl::OkStatus();

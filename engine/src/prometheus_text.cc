@@ -196,6 +196,15 @@ void AppendQueueMetrics(const MetricsSnapshot& s, std::string* out) {
                    StrCat(**value), out);
     }
   }
+  AppendHeader("sluice_queue_oldest_waiting_seconds", "gauge",
+               "How long the oldest claimable task of a queue has waited (0 "
+               "when none waits), read from the store.",
+               out);
+  for (const QueueMetrics& q : s.queues) {
+    if (!q.oldest_waiting_seconds) continue;
+    AppendSample("sluice_queue_oldest_waiting_seconds", {{"queue", q.queue}},
+                 FormatValue(*q.oldest_waiting_seconds), out);
+  }
   AppendFamily<QueueMetrics>(
       "sluice_claim_batch_size", "histogram",
       "Tasks taken by each non-empty claim, by queue.", s.queues,

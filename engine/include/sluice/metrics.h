@@ -65,6 +65,9 @@ struct QueueMetrics {
   std::optional<int64_t> waiting;  // unset if the store was not read
   std::optional<int64_t> delayed;
   std::optional<int64_t> active;
+  // How long the oldest claimable task has waited (0 when none waits);
+  // unset if the store was not read.
+  std::optional<double> oldest_waiting_seconds;
   HistogramSnapshot claim_batch_size;
 };
 
