@@ -103,6 +103,8 @@ PROGRAM
 # shellcheck disable=SC2046  # pkg-config's output is a list of flags
 $launcher "$cxx" -std=c++20 "$program" -o "$work/pkg_config_check" \
   $(pkg-config --cflags --libs sluice)
-"$work/pkg_config_check" "$version"
+# A shared install is not on the loader's path: point it there.
+LD_LIBRARY_PATH="$(dirname "$(dirname "$pc")")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+  "$work/pkg_config_check" "$version"
 rm -rf "$prefix"
 step "passed"
