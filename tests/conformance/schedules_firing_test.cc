@@ -29,8 +29,8 @@ TEST_P(ScheduleFiring, RunsCarryPayloadOptionsAndScheduleMetadata) {
   EXPECT_EQ(runs[0].priority, 9);
   EXPECT_EQ(runs[0].metadata,
             J(R"({"team": "ops", "schedule_group": "g", "schedule_name": "m",
-                  "fire_time": "2027-01-15T08:01:00Z"})"));
-  EXPECT_EQ(runs[0].external_key, "schedule:g/m@2027-01-15T08:01:00Z");
+                  "fire_time": "2027-01-15T08:01:00.000000Z"})"));
+  EXPECT_EQ(runs[0].external_key, "schedule:g/m@2027-01-15T08:01:00.000000Z");
 }
 
 TEST_P(ScheduleFiring, PassesAtTheSameTime_FireOnce) {
