@@ -16,6 +16,7 @@
 
 #include "CLI/CLI.hpp"
 #include "cli.h"
+#include "sluice/version.h"
 
 namespace sluice::cli {
 namespace {
@@ -27,6 +28,8 @@ constexpr char kDescription[] =
 // Builds the command tree; each subcommand's callback sets `outcome`.
 void BuildApp(CLI::App& app, Outcome& outcome) {
   app.require_subcommand(1);
+  app.set_version_flag("--version", SLUICE_VERSION,
+                       "Print the version of Sluice and exit");
   app.footer(std::string(kUrlHelp) +
              ". Every command that takes URL also accepts --backend URL.\n" +
              kExitCodesHelp);
@@ -67,6 +70,8 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr,

@@ -6,6 +6,7 @@
 #include "enqueue_options.h"
 #include "fan_out_internal.h"
 #include "ledger.h"
+#include "run_options.h"
 #include "run_progress.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -128,11 +129,13 @@ std::optional<ChildReport> ChildReportFor(const RunRecord& run,
 
 namespace {
 
-// The link of one child, with everything needed to create it again.
+// The link of one child, with everything needed to create it again. A
+// child without a traceparent of its own continues its parent's trace.
 absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
                                           const TaskKey& parent, int index,
                                           const ChildSpec& child, int depth,
-                                          bool fail_fast, absl::Time now) {
+                                          bool fail_fast, absl::Time now,
+                                          std::string_view traceparent) {
   const std::string owner =
       StrCat("fan-out child ", index, " (\"", child.name, "\")");
   if (!child.store.empty()) {
@@ -167,7 +170,8 @@ absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
                "not ",
                JsonTypeName(child.payload)));
   }
-  RunProgress::NewRunSettings settings = SettingsFor(**flow, options, now);
+  RunProgress::NewRunSettings settings =
+      SettingsFor(**flow, options, now, traceparent);
   ChildLinkRecord link;
   link.parent = parent;
   link.child_index = index;
@@ -233,10 +237,9 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
     return ack;  // stale: another attempt or path owns the task
   }
   TaskRecord& task = *tasks[0];
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      tx->GetRuns(std::span(&key.run_id, 1), LockMode::kNone,
-                  Fields::kNoPayloads));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<RunRecord>> runs,
+                          tx->GetRuns(std::span(&key.run_id, 1),
+                                      LockMode::kNone, Fields::kNoPayloads));
   if (!runs[0]) return ack;
   std::optional<ParentEnvelope> own = EnvelopeOf(runs[0]->options);
   const int depth = own ? own->depth + 1 : 1;
@@ -262,7 +265,7 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
   for (size_t i = 0; existing.empty() && i < fan_out.children.size(); ++i) {
     absl::StatusOr<ChildLinkRecord> link =
         PlanChild(impl, *tx, key, static_cast<int>(i), fan_out.children[i],
-                  depth, fan_out.fail_fast, now);
+                  depth, fan_out.fail_fast, now, TraceparentOf(task.options));
     if (!link.ok()) {
       if (absl::IsInvalidArgument(link.status())) {
         ack.invalid = link.status();
