@@ -67,7 +67,7 @@ TEST_P(FanOutSettle, CancelRequestAlsoReachesChildren) {
 }
 
 TEST_P(FanOutSettle, ARepeatedResultNeverSpawnsTwice) {
-  RunId run = StartParent(boost::json::object{{"items", Items({1, 2})}});
+  StartParent(boost::json::object{{"items", Items({1, 2})}});
   std::vector<ClaimedTask> claimed = Claim(parent_.flow());
   ASSERT_EQ(claimed.size(), 1u);
   FanOut out;
