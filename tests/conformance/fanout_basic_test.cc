@@ -24,7 +24,7 @@ TEST_P(FanOutBasic, ParentParksWithoutLeaseWhileChildrenRun) {
   TaskRecord task = ParentTask(run);
   EXPECT_EQ(task.status, TaskStatus::kWaiting);
   EXPECT_FALSE(task.stall_at.has_value());
-  EXPECT_EQ(CountsOf("work").parked, 1);
+  EXPECT_EQ(CountsOf("parent").parked, 1);
   // Stall recovery leaves a parked task alone however long it waits.
   clock().Advance(absl::Hours(2));
   ASSERT_TRUE(engine().RecoverStalledTasks(100).ok());

@@ -66,7 +66,7 @@ class FanOutCrash : public FanOutConformance {
   void WorkerPass(const std::vector<const Job*>& jobs) {
     for (const Job* job : jobs) {
       ClaimRequest request;
-      request.queue = "work";
+      request.queue = job->options().queue;
       request.worker_id = "crashy";
       request.served.AddFlow(job->flow().shape());
       request.limit = 100;

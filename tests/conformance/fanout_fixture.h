@@ -15,7 +15,7 @@ class FanOutConformance : public JobsConformance {
  protected:
   // "child": {"n": n} -> {"doubled": 2n}; {"fail": "why"} fails for good.
   static Job ChildJob() {
-    return Job("child", {.queue = "work"},
+    return Job("child", {.queue = "kids"},
                [](const Json& p, TaskContext&) -> absl::StatusOr<StepResult> {
                  const boost::json::object& o = p.as_object();
                  if (const Json* why = o.if_contains("fail")) {
@@ -27,9 +27,12 @@ class FanOutConformance : public JobsConformance {
   }
   // "parent": one `child_name` child per element of payload "items"
   // (each {"payload": ..., "priority": p?}); "fail_fast" if set.
+  // Each job has a queue of its own, so a claim for one never meets
+  // another's messages.
   static Job ParentJob(std::string name = "parent",
                        std::string child_name = "child") {
-    return Job(std::move(name), {.queue = "work", .max_attempts = 3},
+    std::string queue = name;
+    return Job(std::move(name), {.queue = std::move(queue), .max_attempts = 3},
                [child_name](const Json& p,
                             TaskContext&) -> absl::StatusOr<StepResult> {
                  const boost::json::object& o = p.as_object();
@@ -49,7 +52,7 @@ class FanOutConformance : public JobsConformance {
   }
   // "nest": {"depth": d} fans out one "nest" child with d - 1 while d > 0.
   static Job NestJob() {
-    return Job("nest", {.queue = "work"},
+    return Job("nest", {.queue = "nest"},
                [](const Json& p, TaskContext&) -> absl::StatusOr<StepResult> {
                  int64_t d = p.as_object().at("depth").as_int64();
                  if (d == 0) return Json("leaf");
