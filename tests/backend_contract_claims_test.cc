@@ -48,13 +48,13 @@ std::vector<int64_t> ReadAll(Transaction& tx, absl::Time now,
 }
 
 std::string Describe(const QueueCounts& c) {
-  return StrCat("waiting=", c.waiting, " delayed=", c.delayed,
-                " active=", c.active, " completed=", c.completed,
-                " failed=", c.failed, " cancelled=", c.cancelled,
-                " skipped=", c.skipped, " oldest_waiting_since=",
-                c.oldest_waiting_since
-                    ? absl::FormatTime(*c.oldest_waiting_since)
-                    : std::string("none"));
+  return StrCat(
+      "waiting=", c.waiting, " delayed=", c.delayed, " active=", c.active,
+      " completed=", c.completed, " failed=", c.failed,
+      " cancelled=", c.cancelled, " skipped=", c.skipped, " parked=", c.parked,
+      " oldest_waiting_since=",
+      c.oldest_waiting_since ? absl::FormatTime(*c.oldest_waiting_since)
+                             : std::string("none"));
 }
 
 // --- Claim order -------------------------------------------------------------
@@ -273,7 +273,8 @@ TEST_P(ClaimContractTest, CountTasks_CountsTheQueuesTasksByStateAtNow) {
                       .oldest_waiting_since = At(2)}));
   EXPECT_EQ(Describe(ValueOf(tx->CountTasks("other", At(1)))),
             Describe({.waiting = 1, .oldest_waiting_since = kT0}));
-  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("empty", At(1)))), Describe({}));
+  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("empty", At(1)))),
+            Describe(QueueCounts{}));
 }
 
 }  // namespace

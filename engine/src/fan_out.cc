@@ -129,6 +129,16 @@ std::optional<ChildReport> ChildReportFor(const RunRecord& run,
 
 namespace {
 
+// Whether a failed lookup is about the child's name (so retrying can't help)
+// rather than the store (a failure the attempt may retry).
+bool IsRefusal(const absl::Status& status) {
+  return absl::IsNotFound(status) || absl::IsInvalidArgument(status);
+}
+absl::Status Refusal(std::string_view owner, const absl::Status& status) {
+  if (!IsRefusal(status)) return status;
+  return absl::InvalidArgumentError(StrCat(owner, ": ", status.message()));
+}
+
 // The link of one child, with everything needed to create it again. A
 // child without a traceparent of its own continues its parent's trace.
 absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
@@ -150,16 +160,10 @@ absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
   SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(owner, options, max_bytes));
   absl::StatusOr<std::string> slug =
       impl.ResolveAlias(tx, child.name, "job or flow");
-  if (!slug.ok()) {
-    return absl::InvalidArgumentError(
-        StrCat(owner, ": ", slug.status().message()));
-  }
+  if (!slug.ok()) return Refusal(owner, slug.status());
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> flow =
       impl.FlowFor(tx, *slug);
-  if (!flow.ok()) {
-    return absl::InvalidArgumentError(
-        StrCat(owner, ": ", flow.status().message()));
-  }
+  if (!flow.ok()) return Refusal(owner, flow.status());
   SLUICE_RETURN_IF_ERROR(
       CheckJsonPayload(child.payload, StrCat(owner, ": payload"), max_bytes));
   int root_map = (*flow)->root_map_step();

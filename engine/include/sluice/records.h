@@ -67,7 +67,8 @@ inline bool IsTerminal(StepStatus s) {
   return s != StepStatus::kCreated && s != StepStatus::kStarted;
 }
 inline bool IsTerminal(TaskStatus s) {
-  return s != TaskStatus::kQueued && s != TaskStatus::kStarted;
+  return s != TaskStatus::kQueued && s != TaskStatus::kStarted &&
+         s != TaskStatus::kWaiting;
 }
 
 // A deployed flow: its canonical definition (FlowShape::ToJson()).
