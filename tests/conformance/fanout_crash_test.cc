@@ -3,62 +3,13 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "fail_nth_backend.h"
 #include "fanout_fixture.h"
-#include "sluice/forwarding_backend.h"
 
 namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-// Fails the Nth backend call (Begin or any transaction call) from the moment
-// it is armed, with kUnavailable.
-class FailNth : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  void FailAt(int n) {
-    fail_at_ = calls_ + n;
-    failed_ = false;
-  }
-  // No failure after this (the checks that follow are not under test).
-  void Disarm() { fail_at_ = -1; }
-  bool failed() const { return failed_; }
-  std::string failed_call() const { return failed_call_; }
-
- protected:
-  absl::Status BeforeBegin() override { return Count("Begin"); }
-  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Counted : public ForwardingTransaction {
-     public:
-      Counted(std::unique_ptr<Transaction> t, FailNth* owner)
-          : ForwardingTransaction(std::move(t)), owner_(owner) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        return owner_->Count(method);
-      }
-
-     private:
-      FailNth* owner_;
-    };
-    return std::make_unique<Counted>(std::move(tx), this);
-  }
-
- private:
-  absl::Status Count(std::string_view method) {
-    if (++calls_ != fail_at_) return absl::OkStatus();
-    failed_ = true;
-    failed_call_ = std::string(method);
-    return absl::UnavailableError(
-        absl::StrCat("injected failure (",
-                     absl::string_view(method.data(), method.size()), ")"));
-  }
-
-  int calls_ = 0;
-  int fail_at_ = 0;
-  bool failed_ = false;
-  std::string failed_call_;
-};
 
 class FanOutCrash : public FanOutConformance {
  protected:
@@ -117,12 +68,12 @@ class FanOutCrash : public FanOutConformance {
     for (int n = 0;; ++n) {
       SCOPED_TRACE(absl::StrCat("failing call ", n));
       ResetBackend();
-      FailNth faulty(backend());
+      FailNthCall faulty(backend());
       UseEngine(faulty);
       DeployJob(child_);
       DeployJob(parent_);
       RunId run = Enqueue(parent_, payload).run_id;
-      if (n > 0) faulty.FailAt(n);
+      if (n > 0) faulty.FailIn(n);
       ASSERT_TRUE(RunToEnd(run, {&parent_, &child_}))
           << "did not settle; failed " << faulty.failed_call();
       faulty.Disarm();

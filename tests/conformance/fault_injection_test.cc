@@ -6,58 +6,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/json/serialize.hpp"
+#include "fail_nth_backend.h"
 #include "harness.h"
 #include "sluice/errors.h"
-#include "sluice/forwarding_backend.h"
 
 namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
-
-class FailNthCall : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-
-  void FailAt(int n) {
-    fail_at_ = n;
-    failed_ = false;
-  }
-  int calls() const { return calls_; }
-  bool failed() const { return failed_; }
-
- protected:
-  absl::Status BeforeBegin() override { return Count("Begin"); }
-  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Counted : public ForwardingTransaction {
-     public:
-      Counted(std::unique_ptr<Transaction> t, FailNthCall* owner)
-          : ForwardingTransaction(std::move(t)), owner_(owner) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        return owner_->Count(method);
-      }
-
-     private:
-      FailNthCall* owner_;
-    };
-    return std::make_unique<Counted>(std::move(tx), this);
-  }
-
- private:
-  absl::Status Count(std::string_view method) {
-    if (++calls_ != fail_at_) return absl::OkStatus();
-    failed_ = true;
-    return absl::UnavailableError(
-        absl::StrCat("injected failure at call ", calls_, " (",
-                     absl::string_view(method.data(), method.size()), ")"));
-  }
-
-  int calls_ = 0;
-  int fail_at_ = 0;
-  bool failed_ = false;
-};
 
 class FaultInjection : public Conformance {
  protected:

@@ -5,57 +5,13 @@
 #include <memory>
 
 #include "absl/strings/str_cat.h"
+#include "fail_nth_backend.h"
 #include "signals_fixture.h"
-#include "sluice/forwarding_backend.h"
 
 namespace sluice::testing {
 namespace {
 
 using ::testing::ElementsAre;
-
-class FailNthCall : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-
-  // Fails the `n`-th call from now (Begin and every transaction call count).
-  void FailIn(int n) {
-    fail_at_ = calls_ + n;
-    failed_ = false;
-  }
-  bool failed() const { return failed_; }
-  // No more failures: the calls that check the outcome must not hit one.
-  void Disarm() { fail_at_ = 0; }
-
- protected:
-  absl::Status BeforeBegin() override { return Count(); }
-  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Counted : public ForwardingTransaction {
-     public:
-      Counted(std::unique_ptr<Transaction> t, FailNthCall* owner)
-          : ForwardingTransaction(std::move(t)), owner_(owner) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view) override {
-        return owner_->Count();
-      }
-
-     private:
-      FailNthCall* owner_;
-    };
-    return std::make_unique<Counted>(std::move(tx), this);
-  }
-
- private:
-  absl::Status Count() {
-    if (++calls_ != fail_at_) return absl::OkStatus();
-    failed_ = true;
-    return absl::UnavailableError(absl::StrCat("injected failure ", calls_));
-  }
-
-  int calls_ = 0;
-  int fail_at_ = 0;
-  bool failed_ = false;
-};
 
 class SignalFaults : public Signals {
  protected:

@@ -1,0 +1,73 @@
+// A backend that fails one chosen call, for fault-injection sweeps: run a
+// script once per call it makes, failing that call, and check the outcome.
+#ifndef SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
+#define SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/strings/str_cat.h"
+#include "sluice/forwarding_backend.h"
+
+namespace sluice::testing {
+
+// Begin and every transaction call count; the chosen one returns
+// kUnavailable ("injected failure at call N (Method)") without reaching the
+// real backend.
+class FailNthCall : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+
+  // Fails call number `n`, counting from the first call ever made.
+  void FailAt(int n) {
+    fail_at_ = n;
+    failed_ = false;
+  }
+  // Fails the `n`-th call from now.
+  void FailIn(int n) { FailAt(calls_ + n); }
+  // No more failures: the calls that check the outcome must not hit one.
+  void Disarm() { fail_at_ = -1; }
+
+  int calls() const { return calls_; }
+  bool failed() const { return failed_; }
+  const std::string& failed_call() const { return failed_call_; }
+
+ protected:
+  absl::Status BeforeBegin() override { return Count("Begin"); }
+  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
+    class Counted : public ForwardingTransaction {
+     public:
+      Counted(std::unique_ptr<Transaction> t, FailNthCall* owner)
+          : ForwardingTransaction(std::move(t)), owner_(owner) {}
+
+     protected:
+      absl::Status BeforeCall(std::string_view method) override {
+        return owner_->Count(method);
+      }
+
+     private:
+      FailNthCall* owner_;
+    };
+    return std::make_unique<Counted>(std::move(tx), this);
+  }
+
+ private:
+  absl::Status Count(std::string_view method) {
+    if (++calls_ != fail_at_) return absl::OkStatus();
+    failed_ = true;
+    failed_call_ = std::string(method);
+    return absl::UnavailableError(
+        absl::StrCat("injected failure at call ", calls_, " (",
+                     absl::string_view(method.data(), method.size()), ")"));
+  }
+
+  int calls_ = 0;
+  int fail_at_ = 0;
+  bool failed_ = false;
+  std::string failed_call_;
+};
+
+}  // namespace sluice::testing
+
+#endif  // SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
