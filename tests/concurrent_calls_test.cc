@@ -236,12 +236,13 @@ TEST_P(ConcurrentCallsTest, EveryCallAtOnce_NoDeadlockAndNothingLeftBehind) {
                 {t.key.run_id, t.flow_slug, t.step_slug, t.key.task_index,
                  t.attempt, t.max_attempts, t.deadline},
                 CancelToken());
-            absl::StatusOr<Json> outcome =
+            absl::StatusOr<StepResult> outcome =
                 flow.handler(t.key.step_index)(t.input, ctx);
             if (t.step_slug == "each" && t.attempt == 1 &&
                 t.input.at("abandon").as_bool()) {
               ++ledger.abandoned;
-              abandoned.push_back({t.key, t.attempt, absl::Now(), *outcome});
+              abandoned.push_back(
+                  {t.key, t.attempt, absl::Now(), outcome->output()});
               continue;
             }
             results.push_back({t.key, t.attempt, std::move(outcome)});

@@ -3,6 +3,7 @@
 // schedule (issue 10, "what it must show"). Each process reads the
 // simulated time from its stdin, so all three pass at each minute at once
 // and race for every fire time.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -29,10 +30,12 @@ struct SchedulerProcess {
 };
 
 SchedulerProcess SpawnScheduler(const std::string& url) {
+  // Close-on-exec, so a scheduler spawned later does not hold an earlier
+  // one's stdin open (which would keep that one from ever seeing EOF).
   int in[2];
-  EXPECT_EQ(pipe(in), 0);
+  EXPECT_EQ(pipe2(in, O_CLOEXEC), 0);
   int out[2];
-  EXPECT_EQ(pipe(out), 0);
+  EXPECT_EQ(pipe2(out, O_CLOEXEC), 0);
   SchedulerProcess process;
   process.child.pid = fork();
   if (process.child.pid == 0) {

@@ -26,7 +26,7 @@ namespace sluice::simulation {
 // `report_at`, or never if the handler hangs.
 struct InFlight {
   ClaimedTask task;
-  absl::StatusOr<Json> outcome;
+  absl::StatusOr<StepResult> outcome;
   absl::Time report_at;
   bool hangs = false;
 };
