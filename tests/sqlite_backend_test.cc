@@ -60,12 +60,12 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
   RawDatabase raw(path());
   EXPECT_EQ(raw.Value("PRAGMA user_version"),
             std::to_string(SqliteBackend::kSchemaVersion));
-  EXPECT_THAT(
-      raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'table' "
-               "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-      ElementsAre("aliases", "archived_messages", "attempts", "child_links",
-                  "child_reports", "dedupe", "flows", "messages", "outbox",
-                  "queues", "runs", "step_states", "tasks", "workers"));
+  EXPECT_THAT(raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'table' "
+                       "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+              ElementsAre("aliases", "archived_messages", "attempts",
+                          "child_links", "child_reports", "dedupe", "flows",
+                          "messages", "outbox", "queues", "runs", "schedules",
+                          "step_states", "tasks", "workers"));
   EXPECT_THAT(
       raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
                "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
