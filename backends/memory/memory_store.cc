@@ -95,6 +95,15 @@ class Reverter {
   void operator()(const undo::DedupeChanged&) {
     store_.dedupe.Undo(undo_.TakeSaved<SavedDedupe>());
   }
+  void operator()(const undo::ChildLinkChanged&) {
+    store_.children.UndoLinkChange(undo_.TakeSaved<SavedChildLink>());
+  }
+  void operator()(const undo::ChildReportsAppended& e) {
+    store_.children.UndoAppendReports(e.first_id);
+  }
+  void operator()(const undo::ChildReportDeleted&) {
+    store_.children.UndoDeleteReport(undo_.TakeSaved<ChildReport>());
+  }
 
  private:
   MemoryStore& store_;

@@ -4,6 +4,7 @@
 #define SLUICE_BACKENDS_MEMORY_MEMORY_STORE_H_
 
 #include "catalog.h"
+#include "child_tables.h"
 #include "dedupe_registry.h"
 #include "outbox.h"
 #include "run_table.h"
@@ -19,6 +20,7 @@ struct MemoryStore {
   TaskTable tasks{runs};
   Outbox outbox;
   DedupeRegistry dedupe;
+  ChildTables children;  // fan-out links and child reports
 };
 
 // Makes the changes in `undo` final: frees the rows its deletions detached,

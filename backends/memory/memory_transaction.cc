@@ -6,18 +6,6 @@
 #include "sluice/internal/strings.h"
 
 namespace sluice::memory {
-template <typename Op>
-auto MemoryTransaction::Apply(Op op) -> decltype(op()) {
-  if (phase_ != Phase::kOpen) return NotOpenError();
-  auto result = op();
-  if (!result.ok()) {
-    // The call may have changed part of what it was asked to: take back
-    // everything now, so nothing of it can leak into a later transaction.
-    RollBackAndRelease();
-    phase_ = Phase::kFailed;
-  }
-  return result;
-}
 
 MemoryTransaction::MemoryTransaction(MemoryBackend::State& state)
     : state_(state) {

@@ -120,6 +120,28 @@ class MemoryTransaction final : public Transaction {
       absl::Time created_before, int limit) override;
   absl::StatusOr<int64_t> CountReports() override;
 
+  // --- Fan-out children ---
+  absl::Status InsertChildLinks(std::span<ChildLinkRecord> links) override;
+  absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
+      const TaskKey& parent, Fields fields) override;
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent) override;
+  absl::StatusOr<std::vector<bool>> SettleChildLinks(
+      std::span<ChildSettlement> settlements) override;
+  absl::StatusOr<int64_t> CancelPendingChildLinks(
+      const TaskKey& parent, std::string_view error) override;
+  absl::StatusOr<std::vector<ChildLinkRecord>> TakeStaleChildLinks(
+      absl::Time pending_before, absl::Time now, int limit) override;
+  absl::StatusOr<std::vector<ChildLinkRecord>> FindUncascadedChildLinks(
+      int limit) override;
+  absl::Status MarkChildLinksCascaded(
+      std::span<const ChildLinkRecord> links) override;
+  absl::StatusOr<std::vector<int64_t>> AppendChildReports(
+      std::span<const ChildReport> reports) override;
+  absl::StatusOr<std::vector<ChildReport>> PeekChildReports(int64_t after_id,
+                                                            int limit) override;
+  absl::Status DeleteChildReports(std::span<const int64_t> report_ids) override;
+  absl::StatusOr<int64_t> CountChildReports() override;
+
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override;
@@ -168,6 +190,20 @@ class MemoryTransaction final : public Transaction {
   MemoryBackend::State& state_;
   Phase phase_ = Phase::kOpen;
 };
+
+// Defined here so each of the .cc files that implement the methods can use it.
+template <typename Op>
+auto MemoryTransaction::Apply(Op op) -> decltype(op()) {
+  if (phase_ != Phase::kOpen) return NotOpenError();
+  auto result = op();
+  if (!result.ok()) {
+    // The call may have changed part of what it was asked to: take back
+    // everything now, so nothing of it can leak into a later transaction.
+    RollBackAndRelease();
+    phase_ = Phase::kFailed;
+  }
+  return result;
+}
 
 }  // namespace sluice::memory
 

@@ -43,7 +43,10 @@ int DeleteRuns(MemoryStore& store, std::span<const RunId> run_ids,
     store.runs.DeleteRun(run_id, undo);
     deleted.insert(run_id);
   }
-  if (!deleted.empty()) store.outbox.DeleteReportsOf(deleted, undo);
+  if (!deleted.empty()) {
+    store.outbox.DeleteReportsOf(deleted, undo);
+    store.children.DeleteLinksOf(deleted, undo);
+  }
   return static_cast<int>(deleted.size());
 }
 

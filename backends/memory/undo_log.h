@@ -103,6 +103,13 @@ struct SavedMessage {
   QueuedMessage message;
 };
 
+// A child link as it was before a change: `previous` is empty if the change
+// created it.
+struct SavedChildLink {
+  std::pair<TaskKey, int> key;
+  std::optional<ChildLinkRecord> previous;
+};
+
 // One entry per kind of change. An entry whose comment names a saved type
 // has one value of that type on the side stack.
 namespace undo {
@@ -211,21 +218,27 @@ struct AttemptAppended {
   TaskKey task;
   int attempt = 0;
 };
-struct DedupeChanged {};  // SavedDedupe
+struct DedupeChanged {};     // SavedDedupe
+struct ChildLinkChanged {};  // SavedChildLink
+// Child reports from `first_id` up to the next id were appended.
+struct ChildReportsAppended {
+  int64_t first_id = 0;
+};
+struct ChildReportDeleted {};  // ChildReport
 }  // namespace undo
 
-using UndoEntry =
-    std::variant<undo::FlowInserted, undo::FlowChanged, undo::AliasChanged,
-                 undo::QueueCreated, undo::QueueDeleted, undo::QueuePausedSet,
-                 undo::WorkerUpserted, undo::RunInserted, undo::RunUpdated,
-                 undo::RunRemainingStepsAdded, undo::RunDeleted,
-                 undo::StepStateInserted, undo::StepStateUpdated,
-                 undo::StepCountersAdded, undo::TaskInserted, undo::TaskUpdated,
-                 undo::TaskDeleted, undo::MessagesSent,
-                 undo::MessageVisibilityChanged, undo::MessageMovedToTail,
-                 undo::MessageArchived, undo::MessageDeleted,
-                 undo::ArchivedMessageDeleted, undo::ReportsAppended,
-                 undo::ReportTaken, undo::AttemptAppended, undo::DedupeChanged>;
+using UndoEntry = std::variant<
+    undo::FlowInserted, undo::FlowChanged, undo::AliasChanged,
+    undo::QueueCreated, undo::QueueDeleted, undo::QueuePausedSet,
+    undo::WorkerUpserted, undo::RunInserted, undo::RunUpdated,
+    undo::RunRemainingStepsAdded, undo::RunDeleted, undo::StepStateInserted,
+    undo::StepStateUpdated, undo::StepCountersAdded, undo::TaskInserted,
+    undo::TaskUpdated, undo::TaskDeleted, undo::MessagesSent,
+    undo::MessageVisibilityChanged, undo::MessageMovedToTail,
+    undo::MessageArchived, undo::MessageDeleted, undo::ArchivedMessageDeleted,
+    undo::ReportsAppended, undo::ReportTaken, undo::AttemptAppended,
+    undo::DedupeChanged, undo::ChildLinkChanged, undo::ChildReportsAppended,
+    undo::ChildReportDeleted>;
 // Entries stay small: bulky old values go on the side stacks.
 static_assert(sizeof(UndoEntry) <= 48);
 
@@ -296,7 +309,8 @@ class UndoLog {
              std::vector<SavedTaskFields>, std::vector<SavedWorker>,
              std::vector<OutboxReport>, std::vector<SavedMessage>,
              std::vector<SavedDedupe>, std::vector<SavedFlow>,
-             std::vector<SavedAlias>>
+             std::vector<SavedAlias>, std::vector<SavedChildLink>,
+             std::vector<ChildReport>>
       saved_;
 };
 

@@ -27,6 +27,8 @@ namespace sluice {
 struct TransactionEffects {
   std::vector<Event> events;
   absl::flat_hash_set<std::string> queues_to_wake;
+  // Child reports were written (fan-out): the relay has work.
+  bool child_reports = false;
 };
 
 // Remembers the last flow looked up, so a batch of tasks of one flow costs

@@ -6,6 +6,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
+#include "fan_out_internal.h"
 #include "lease.h"
 #include "ledger.h"
 #include "run_options.h"
@@ -201,8 +202,14 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   plans.reserve(results.size());
   FlowLookup flows(*impl_, *tx);
   absl::flat_hash_map<std::string, std::vector<int64_t>> late_archives;
+  std::vector<size_t> fan_outs;  // acked after this batch, each on its own
   for (size_t i = 0; i < results.size(); ++i) {
     const TaskResult& result = results[i];
+    if (result.outcome.ok() && result.outcome->is_fan_out() &&
+        !result.outcome->fan_out().children.empty()) {
+      fan_outs.push_back(i);
+      continue;
+    }
     if (!tasks[i]) {
       outcome.dispositions[i] = ResultDisposition::kNotFound;
       continue;
@@ -227,8 +234,12 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     next.stall_at.reset();
     absl::Status failure = result.outcome.status();
     if (result.outcome.ok()) {
-      failure = PlanOutput(*result.outcome, step, options.max_payload_bytes,
-                           next, plan, now);
+      // A FanOut without children completes at once with no results.
+      const Json output = result.outcome->is_fan_out()
+                              ? Json(boost::json::array())
+                              : result.outcome->output();
+      failure =
+          PlanOutput(output, step, options.max_payload_bytes, next, plan, now);
     }
     if (!failure.ok()) PlanFailure(failure, policy, next, plan, now);
     updates.push_back(std::move(u));
@@ -279,7 +290,32 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
     SLUICE_ASSIGN_OR_RETURN(outcome.report_ids, tx->AppendReports(reports));
   }
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  for (size_t i : fan_outs) {
+    SLUICE_RETURN_IF_ERROR(FinishFanOut(results[i], i, outcome));
+  }
   return outcome;
+}
+
+absl::Status Engine::FinishFanOut(const TaskResult& result, size_t index,
+                                  FinishOutcome& outcome) {
+  SLUICE_ASSIGN_OR_RETURN(
+      FanOutAck ack,
+      AckFanOut(*impl_, result.key, result.attempt, result.outcome->fan_out()));
+  if (ack.invalid.ok()) {
+    outcome.dispositions[index] = ack.disposition;
+    outcome.report_ids.insert(outcome.report_ids.end(), ack.report_ids.begin(),
+                              ack.report_ids.end());
+    return absl::OkStatus();
+  }
+  // Retrying cannot fix a FanOut the engine refuses: fail the attempt.
+  TaskResult failed{result.key, result.attempt,
+                    NonRetryable(ToStd(ack.invalid.message()))};
+  SLUICE_ASSIGN_OR_RETURN(FinishOutcome got,
+                          FinishTasks(std::span(&failed, 1)));
+  outcome.dispositions[index] = got.dispositions[0];
+  outcome.report_ids.insert(outcome.report_ids.end(), got.report_ids.begin(),
+                            got.report_ids.end());
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(

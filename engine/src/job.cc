@@ -26,12 +26,13 @@ FlowOptions FlowOptionsOf(const JobOptions& job) {
 // input (the payload) alone.
 Handler PayloadHandler(Handler handler) {
   if (!handler) return nullptr;
-  return [handler = std::move(handler)](
-             const Json& input, TaskContext& ctx) -> absl::StatusOr<Json> {
-    const Json* payload =
-        input.is_object() ? input.get_object().if_contains("run") : nullptr;
-    return handler(payload != nullptr ? *payload : input, ctx);
-  };
+  return
+      [handler = std::move(handler)](
+          const Json& input, TaskContext& ctx) -> absl::StatusOr<StepResult> {
+        const Json* payload =
+            input.is_object() ? input.get_object().if_contains("run") : nullptr;
+        return handler(payload != nullptr ? *payload : input, ctx);
+      };
 }
 
 absl::Status CheckKeepRule(std::string_view owner, std::string_view state,

@@ -53,6 +53,18 @@ absl::Status CheckReopenable(const CompiledFlow& flow, const RunId& run_id,
 }  // namespace
 
 absl::Status Engine::CancelRun(const RunId& run_id, CancelMode mode) {
+  SLUICE_RETURN_IF_ERROR(CancelRunOnly(run_id, mode));
+  // Its children (if it is one, its parent's link) hear of it now; the
+  // sweeper catches up if this fails.
+  if (absl::Status s = RelayChildReports().status(); !s.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("cancel: relaying child reports failed (", s.ToString(),
+                      "); the sweeper will relay them"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Engine::CancelRunOnly(const RunId& run_id, CancelMode mode) {
   if (mode != CancelMode::kRequest && mode != CancelMode::kImmediate) {
     return absl::InvalidArgumentError(StrCat("CancelRun: mode ",
                                              static_cast<int>(mode),

@@ -71,7 +71,7 @@ constexpr std::array<std::pair<ReportKind, std::string_view>, 4> kReportKinds{{
     {ReportKind::kTypeViolation, "type_violation"},
     {ReportKind::kUnreadable, "unreadable"},
 }};
-constexpr std::array<std::pair<AttemptOutcome, std::string_view>, 6>
+constexpr std::array<std::pair<AttemptOutcome, std::string_view>, 7>
     kAttemptOutcomes{{
         {AttemptOutcome::kCompleted, "completed"},
         {AttemptOutcome::kRetried, "retried"},
@@ -79,6 +79,7 @@ constexpr std::array<std::pair<AttemptOutcome, std::string_view>, 6>
         {AttemptOutcome::kStalled, "stalled"},
         {AttemptOutcome::kCancelled, "cancelled"},
         {AttemptOutcome::kReleased, "released"},
+        {AttemptOutcome::kFannedOut, "fanned_out"},
     }};
 
 }  // namespace

@@ -210,7 +210,22 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
 }  // namespace
 
 absl::Status Engine::ApplyReports(std::span<const int64_t> report_ids) {
-  if (report_ids.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(bool child_reports, ApplyReportsOnly(report_ids));
+  if (child_reports) {
+    // The push path of the fan-out relay; the sweeper catches up if this
+    // fails.
+    if (absl::Status s = RelayChildReports().status(); !s.ok()) {
+      impl_->Log(LogLevel::kWarning,
+                 StrCat("relaying child reports failed (", s.ToString(),
+                        "); the sweeper will relay them"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Engine::ApplyReportsOnly(
+    std::span<const int64_t> report_ids) {
+  if (report_ids.empty()) return false;
   for (int64_t id : report_ids) {
     if (id <= 0) {
       return absl::InvalidArgumentError(
@@ -220,11 +235,13 @@ absl::Status Engine::ApplyReports(std::span<const int64_t> report_ids) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   SLUICE_ASSIGN_OR_RETURN(std::vector<OutboxReport> reports,
                           tx->TakeReports(report_ids));
-  if (reports.empty()) return absl::OkStatus();  // applied elsewhere
+  if (reports.empty()) return false;  // applied elsewhere
   TransactionEffects effects;
   SLUICE_RETURN_IF_ERROR(
       ApplyTakenReports(*impl_, *tx, std::move(reports), effects));
-  return impl_->Commit(*tx, std::move(effects));
+  const bool child_reports = effects.child_reports;
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  return child_reports;
 }
 
 absl::StatusOr<int> Engine::ApplyStaleReports(int limit) {

@@ -2,6 +2,7 @@
 
 #include "boost/json/array.hpp"
 #include "boost/json/object.hpp"
+#include "fan_out_internal.h"
 #include "ledger.h"
 #include "run_options.h"
 #include "sluice/internal/status_macros.h"
@@ -71,6 +72,7 @@ RunProgress::RunProgress(Context context, RunRecord run,
       steps_(std::move(steps)),
       dirty_(steps_.size(), false),
       fresh_(fresh),
+      ended_at_start_(IsTerminal(run_.status)),
       payloads_loaded_(payloads_loaded),
       new_tasks_(steps_.size()) {
   // A step state's own copy of the run id may not have decoded; it is this
@@ -385,7 +387,13 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
     if (expected == TaskStatus::kStarted) {
       ended = EndedAttempt(task, AttemptOutcome::kCancelled, ctx_.now);
     }
-    ctx_.writes.Archive(task.queue_name, task.message_id);
+    if (expected == TaskStatus::kWaiting) {
+      // Parked on children: its message is archived already; the cancels
+      // it owes its live children go through its links.
+      SLUICE_RETURN_IF_ERROR(CancelChildrenOf(task.key));
+    } else {
+      ctx_.writes.Archive(task.queue_name, task.message_id);
+    }
     task.status = status;
     task.finished_at = ctx_.now;
     task.stall_at.reset();
@@ -510,7 +518,21 @@ std::string RunProgress::UnreadableState() const {
   return unreadable.empty() ? std::string() : UnreadableError(unreadable);
 }
 
+absl::Status RunProgress::CancelChildrenOf(const TaskKey& parent) {
+  return ctx_.tx
+      .CancelPendingChildLinks(parent, "cancelled: its parent task ended")
+      .status();
+}
+
 void RunProgress::Finish() {
+  if (!ended_at_start_ && ended()) {
+    // The outbox invariant: a child run's end and its report to its parent
+    // commit together, whichever path ended it.
+    if (std::optional<ChildReport> report =
+            ChildReportFor(run_, ctx_.flow, ctx_.now)) {
+      ctx_.writes.AppendChildReport(*std::move(report));
+    }
+  }
   if (fresh_) {
     ctx_.writes.InsertRun(std::move(run_));
     for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));

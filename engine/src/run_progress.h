@@ -135,6 +135,8 @@ class RunProgress {
   absl::Status MaybeCompleteRun();
   // A cancel-requested run with no started task ends cancelled.
   absl::Status SettleCancelRequest();
+  // A parked task of this run ends: its pending children are owed a cancel.
+  absl::Status CancelChildrenOf(const TaskKey& parent);
 
   Context ctx_;
   RunRecord run_;
@@ -144,6 +146,9 @@ class RunProgress {
   int remaining_steps_delta_ = 0;
   bool run_dirty_ = false;
   bool fresh_;
+  // Whether the run had ended before this transaction (then Finish() owes
+  // no child report).
+  bool ended_at_start_;
   bool payloads_loaded_;
   std::string unreadable_payloads_;  // an UnreadableError, or empty
   // A fresh run's first tasks are hidden until then.

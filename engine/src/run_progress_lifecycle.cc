@@ -42,7 +42,11 @@ absl::Status RunProgress::Cancel(CancelMode mode) {
       any_started = true;
       task.cancel_requested = true;
     } else {
-      ctx_.writes.Archive(task.queue_name, task.message_id);
+      if (expected == TaskStatus::kWaiting) {
+        SLUICE_RETURN_IF_ERROR(CancelChildrenOf(task.key));
+      } else {
+        ctx_.writes.Archive(task.queue_name, task.message_id);
+      }
       task.status = TaskStatus::kCancelled;
       task.finished_at = ctx_.now;
       task.stall_at.reset();

@@ -456,8 +456,13 @@ void WorkerImpl::Heartbeat() {
 void WorkerImpl::Sweep() {
   absl::StatusOr<int> reports = engine_.ApplyStaleReports(kSweepBatch);
   absl::StatusOr<int> stalled = engine_.RecoverStalledTasks(kSweepBatch);
-  for (const absl::Status& s : {reports.status(), stalled.status(),
-                                engine_.ApplyRetention(kSweepBatch).status()}) {
+  // The fan-out relay's reconcile path: reports the push path missed, then
+  // links pending for too long (docs/decisions/0029).
+  absl::StatusOr<int> relayed = engine_.RelayChildReports(kSweepBatch);
+  absl::StatusOr<int> repaired = engine_.RepairChildLinks(kSweepBatch);
+  for (const absl::Status& s :
+       {reports.status(), stalled.status(), relayed.status(), repaired.status(),
+        engine_.ApplyRetention(kSweepBatch).status()}) {
     if (!s.ok())
       Log(LogLevel::kWarning, StrCat("sweep failed: ", s.ToString()));
   }

@@ -8,9 +8,9 @@
 namespace sluice {
 namespace {
 
-absl::StatusOr<Json> RunHandler(const WorkerShared& shared,
-                                const ClaimedTask& task,
-                                const CancelToken& cancel) {
+absl::StatusOr<StepResult> RunHandler(const WorkerShared& shared,
+                                      const ClaimedTask& task,
+                                      const CancelToken& cancel) {
   const Handler* handler =
       shared.HandlerFor(task.flow_slug, task.key.step_index);
   if (handler == nullptr) {
@@ -50,7 +50,7 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
       s.ready.pop_front();
       s.slots[slot].busy = true;
     }
-    absl::StatusOr<Json> outcome = RunHandler(s, next.first, next.second);
+    absl::StatusOr<StepResult> outcome = RunHandler(s, next.first, next.second);
     absl::MutexLock lock(&s.mu);
     s.slots[slot].busy = false;
     if (s.closed) return;  // abandoned: nobody will store this result

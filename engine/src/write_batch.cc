@@ -126,6 +126,10 @@ absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
   for (auto& [queue, ids] : archives_) {
     SLUICE_RETURN_IF_ERROR(tx.ArchiveMessages(queue, ids, now));
   }
+  if (!child_reports_.empty()) {
+    SLUICE_RETURN_IF_ERROR(tx.AppendChildReports(child_reports_).status());
+    effects.child_reports = true;
+  }
   return absl::OkStatus();
 }
 

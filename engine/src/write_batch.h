@@ -64,6 +64,11 @@ class WriteBatch {
   void Archive(const std::string& queue, int64_t message_id) {
     archives_[queue].push_back(message_id);
   }
+  // A child run's terminal report (fan-out), appended at Flush.
+  void AppendChildReport(ChildReport report) {
+    child_reports_.push_back(std::move(report));
+  }
+  bool has_child_reports() const { return !child_reports_.empty(); }
 
   // Writes everything: inserts first (runs, step states, messages, tasks),
   // then updates, counters and archives. Records the queues that got new
@@ -91,6 +96,7 @@ class WriteBatch {
   std::vector<RunCounterDelta> run_deltas_;
   std::vector<int> expected_runs_;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives_;
+  std::vector<ChildReport> child_reports_;
 };
 
 // The body of a task's message, for any pgmq client reading the queue.

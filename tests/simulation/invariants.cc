@@ -439,8 +439,10 @@ std::optional<Violation> InvariantChecker::CheckHistory(
     if (newly_completed) {
       const Handler& handler = context.flow->flow.handler(task.key.step_index);
       TaskContext handler_context(TaskContext::Info{}, CancelToken());
-      absl::StatusOr<Json> expected = handler(task.input, handler_context);
-      if (!expected.ok() || !task.output || *task.output != *expected) {
+      absl::StatusOr<StepResult> expected =
+          handler(task.input, handler_context);
+      if (!expected.ok() || expected->is_fan_out() || !task.output ||
+          *task.output != expected->output()) {
         return Broken("task-output",
                       StrCat(name, " completed with ", Show(task.output),
                              " for input ", SerializeJson(task.input)));

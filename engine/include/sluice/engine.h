@@ -31,6 +31,7 @@
 #include "sluice/backend.h"
 #include "sluice/clock.h"
 #include "sluice/events.h"
+#include "sluice/fan_out.h"
 #include "sluice/flow.h"
 #include "sluice/job.h"
 #include "sluice/json.h"
@@ -61,6 +62,9 @@ struct EngineOptions {
   // from the wall clock and a random source). A deterministic simulation sets
   // a seeded source so that the same seed repeats exactly.
   std::function<RunId()> run_id_source;
+  // Fan-out children nest at most this deep (a top-level run's children
+  // are at depth 1); a FanOut past it fails its task without retry.
+  int max_fan_out_depth = 8;
   // Development databases only: Deploy of a changed shape under a stored
   // slug fences off the old workers, deletes the slug's runs and recompiles
   // (DeployOutcome::kRecompiled) instead of failing. Never in production.
@@ -225,20 +229,22 @@ struct ClaimBatch {
   std::optional<absl::Time> next_visible_at;
 };
 
-// A handler's result for one attempt: an output, or the error that failed
-// it (see errors.h for RetryAfter and NonRetryable).
+// A handler's result for one attempt: an output (or a FanOut), or the error
+// that failed it (see errors.h for RetryAfter and NonRetryable).
 struct TaskResult {
   TaskKey key;
   int attempt = 1;
-  absl::StatusOr<Json> outcome;
+  absl::StatusOr<StepResult> outcome;
 };
 
 // What FinishTasks did with one result.
 enum class ResultDisposition {
-  kCompleted,  // stored; a report will release dependents
-  kRetrying,   // failed; queued again after a delay
-  kFailed,     // failed for good; a report applies when_exhausted
-  kStale,      // the attempt no longer owns the task; nothing changed
+  // Stored; a report will release dependents. Also a FanOut: the task
+  // parked (kWaiting) and its children were created.
+  kCompleted,
+  kRetrying,  // failed; queued again after a delay
+  kFailed,    // failed for good; a report applies when_exhausted
+  kStale,     // the attempt no longer owns the task; nothing changed
   // The run asked the task to stop (CancelRun kRequest) and the attempt
   // failed, or the handler returned kCancelled: the task is cancelled.
   kCancelled,
@@ -406,6 +412,19 @@ class Engine {
   // report_stale_after. Returns how many it applied.
   absl::StatusOr<int> ApplyStaleReports(int limit);
 
+  // --- Fan-out children (sluice/fan_out.h) ---
+  // The relay: applies up to `limit` child reports to their parents' links
+  // (each at most once), settles every parent whose children all ended (or,
+  // fail-fast, one failed), moves its run on, then delivers the cancels
+  // owed to children. Workers call it after each result and in every
+  // sweep. Returns how many reports it consumed.
+  absl::StatusOr<int> RelayChildReports(int limit = 1000);
+  // The sweeper's repair of links pending longer than report_stale_after:
+  // a missing child is created again (while its parent waits), an ended
+  // child's outcome is settled as its report would have. Returns how many
+  // links it looked at.
+  absl::StatusOr<int> RepairChildLinks(int limit = 1000);
+
   // Requeues up to `limit` started tasks whose lease ran out; a task over its
   // stall budget or out of attempts fails through when_exhausted. Returns the
   // number of tasks handled.
@@ -469,6 +488,17 @@ class Engine {
 
  private:
   explicit Engine(std::unique_ptr<Impl> impl);
+  // ApplyReports without the relay; true if a child report was written.
+  absl::StatusOr<bool> ApplyReportsOnly(std::span<const int64_t> report_ids);
+  // Records one FanOut result (fan_out.cc) into `outcome` at `index`.
+  absl::Status FinishFanOut(const TaskResult& result, size_t index,
+                            FinishOutcome& outcome);
+  // CancelRun without the relay.
+  absl::Status CancelRunOnly(const RunId& run_id, CancelMode mode);
+  // One pass of the relay over up to `limit` reports; how many it consumed.
+  absl::StatusOr<int> RelayOnce(int limit);
+  // Delivers up to `limit` cancels owed to children; how many.
+  absl::StatusOr<int> CascadeChildCancels(int limit);
   std::unique_ptr<Impl> impl_;
 };
 

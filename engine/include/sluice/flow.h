@@ -18,9 +18,12 @@
 #define SLUICE_FLOW_H_
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -152,28 +155,57 @@ struct FlowShape {
   int StepIndex(std::string_view slug) const;
 };
 
-// A raw handler: JSON in, JSON out. Return an error to fail the attempt;
-// see errors.h for a chosen retry delay or a failure that must not retry.
-using Handler =
-    std::function<absl::StatusOr<Json>(const Json& input, TaskContext& ctx)>;
+struct FanOut;  // sluice/fan_out.h
+
+// What a handler returns on success: its output, or a FanOut (the task
+// parks until its children end; see sluice/fan_out.h). Converts implicitly
+// from anything a Json converts from, so a handler that returns JSON needs
+// no change.
+class StepResult {
+ public:
+  template <typename T>
+  requires(std::is_convertible_v<T&&, Json> &&
+           !std::is_same_v<std::remove_cvref_t<T>, StepResult>)
+      StepResult(T&& output)  // NOLINT(google-explicit-constructor)
+      : output_(std::forward<T>(output)) {}
+  StepResult(FanOut fan_out);  // NOLINT(google-explicit-constructor)
+
+  bool is_fan_out() const { return fan_out_ != nullptr; }
+  // REQUIRES: !is_fan_out().
+  const Json& output() const { return output_; }
+  Json& output() { return output_; }
+  // REQUIRES: is_fan_out().
+  const FanOut& fan_out() const { return *fan_out_; }
+
+ private:
+  Json output_;
+  std::shared_ptr<const FanOut> fan_out_;
+};
+
+// A raw handler: JSON in, JSON (or a FanOut) out. Return an error to fail
+// the attempt; see errors.h for a chosen retry delay or a failure that must
+// not retry.
+using Handler = std::function<absl::StatusOr<StepResult>(const Json& input,
+                                                         TaskContext& ctx)>;
 
 // Wraps a typed handler: `In` and `Out` convert through Boost.JSON's
 // `value_to` / `value_from`. An input that does not convert fails the attempt
 // without retry.
 template <typename In, typename Out, typename F>
 Handler Typed(F function) {
-  return [function = std::move(function)](
-             const Json& input, TaskContext& ctx) -> absl::StatusOr<Json> {
-    auto decoded = boost::json::try_value_to<In>(input);
-    if (decoded.has_error()) {
-      return NonRetryable(
-          "handler input does not convert to the handler's type: " +
-          decoded.error().message());
-    }
-    absl::StatusOr<Out> out = function(decoded.value(), ctx);
-    if (!out.ok()) return out.status();
-    return boost::json::value_from(*out);
-  };
+  return
+      [function = std::move(function)](
+          const Json& input, TaskContext& ctx) -> absl::StatusOr<StepResult> {
+        auto decoded = boost::json::try_value_to<In>(input);
+        if (decoded.has_error()) {
+          return NonRetryable(
+              "handler input does not convert to the handler's type: " +
+              decoded.error().message());
+        }
+        absl::StatusOr<Out> out = function(decoded.value(), ctx);
+        if (!out.ok()) return out.status();
+        return boost::json::value_from(*out);
+      };
 }
 
 class Flow {

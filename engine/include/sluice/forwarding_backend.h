@@ -249,6 +249,64 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("CountReports"));
     return target_->CountReports();
   }
+  // --- Fan-out children ---
+  absl::Status InsertChildLinks(std::span<ChildLinkRecord> links) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("InsertChildLinks"));
+    return target_->InsertChildLinks(links);
+  }
+  absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
+      const TaskKey& parent, Fields fields) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("GetChildLinks"));
+    return target_->GetChildLinks(parent, fields);
+  }
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CountChildLinks"));
+    return target_->CountChildLinks(parent);
+  }
+  absl::StatusOr<std::vector<bool>> SettleChildLinks(
+      std::span<ChildSettlement> settlements) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("SettleChildLinks"));
+    return target_->SettleChildLinks(settlements);
+  }
+  absl::StatusOr<int64_t> CancelPendingChildLinks(
+      const TaskKey& parent, std::string_view error) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CancelPendingChildLinks"));
+    return target_->CancelPendingChildLinks(parent, error);
+  }
+  absl::StatusOr<std::vector<ChildLinkRecord>> TakeStaleChildLinks(
+      absl::Time pending_before, absl::Time now, int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("TakeStaleChildLinks"));
+    return target_->TakeStaleChildLinks(pending_before, now, limit);
+  }
+  absl::StatusOr<std::vector<ChildLinkRecord>> FindUncascadedChildLinks(
+      int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("FindUncascadedChildLinks"));
+    return target_->FindUncascadedChildLinks(limit);
+  }
+  absl::Status MarkChildLinksCascaded(
+      std::span<const ChildLinkRecord> links) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("MarkChildLinksCascaded"));
+    return target_->MarkChildLinksCascaded(links);
+  }
+  absl::StatusOr<std::vector<int64_t>> AppendChildReports(
+      std::span<const ChildReport> reports) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("AppendChildReports"));
+    return target_->AppendChildReports(reports);
+  }
+  absl::StatusOr<std::vector<ChildReport>> PeekChildReports(
+      int64_t after_id, int limit) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("PeekChildReports"));
+    return target_->PeekChildReports(after_id, limit);
+  }
+  absl::Status DeleteChildReports(
+      std::span<const int64_t> report_ids) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteChildReports"));
+    return target_->DeleteChildReports(report_ids);
+  }
+  absl::StatusOr<int64_t> CountChildReports() override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("CountChildReports"));
+    return target_->CountChildReports();
+  }
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override {

@@ -207,6 +207,7 @@ enum class AttemptOutcome {
   kStalled,    // its lease ran out and stall recovery took the task back
   kCancelled,  // the run was cancelled while the attempt held the task
   kReleased,   // the worker gave the task back unstarted (no attempt used)
+  kFannedOut,  // the handler returned a FanOut: the task parked (kWaiting)
 };
 std::string_view ToString(AttemptOutcome outcome);
 absl::StatusOr<AttemptOutcome> ParseAttemptOutcome(std::string_view text);

@@ -1,0 +1,265 @@
+// The fan-out relay, the cascade of cancels to children, and the sweeper's
+// repair of stale links (docs/decisions/0028-fan-out-children.md,
+// 0029-fan-out-crash-matrix.md).
+//
+// No leases: every step is idempotent. A report is deleted only in the
+// transaction that applied it (same store) or after it (another store), a
+// link settles only while pending, and a parent task moves only from
+// kWaiting, so a report applied twice, late or after a crash changes
+// nothing the second time.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fan_out_internal.h"
+#include "sluice/internal/status_macros.h"
+#include "sluice/internal/strings.h"
+#include "write_batch.h"
+
+namespace sluice {
+namespace {
+
+constexpr int kMaxBatch = 10'000;
+// Nested parents settle in rounds (a settled parent's run may end and
+// report to its own parent); the depth cap bounds how many are useful.
+constexpr int kMaxRounds = 64;
+
+ChildSettlement SettlementOf(const ChildReport& report) {
+  ChildSettlement s{.parent = report.parent,
+                    .child_index = report.child_index,
+                    .outcome = report.outcome,
+                    .output = report.output,
+                    .error = report.error};
+  if (!report.unreadable.empty()) {
+    s.outcome = ChildStatus::kFailed;
+    s.output.reset();
+    s.error = StrCat("child report ", report.report_id,
+                     " can't be read: ", report.unreadable);
+  }
+  return s;
+}
+
+// The children's results in child order, as the parent's output.
+Json ResultsOf(const std::vector<ChildLinkRecord>& links) {
+  boost::json::array results;
+  results.reserve(links.size());
+  for (const ChildLinkRecord& link : links) {
+    boost::json::object r{{"status", ToString(link.status)}};
+    if (link.status == ChildStatus::kCompleted) {
+      r["output"] = link.output.value_or(Json());
+    } else {
+      r["error"] = link.error;
+    }
+    results.push_back(std::move(r));
+  }
+  return Json(std::move(results));
+}
+
+bool FailFast(const std::vector<ChildLinkRecord>& links) {
+  if (links.empty() || !links[0].spec.is_object()) return false;
+  const Json* v = links[0].spec.as_object().if_contains("fail_fast");
+  return v != nullptr && v->is_bool() && v->as_bool();
+}
+
+}  // namespace
+
+absl::Status SettleParent(Transaction& tx, const TaskKey& parent,
+                          absl::Time now, std::vector<OutboxReport>& reports) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<TaskRecord>> tasks,
+      tx.GetTasks(std::span(&parent, 1), Fields::kNoPayloads));
+  if (!tasks[0] || tasks[0]->status != TaskStatus::kWaiting) {
+    return absl::OkStatus();  // settled before, or gone with its run
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ChildLinkRecord> links,
+                          tx.GetChildLinks(parent, Fields::kAll));
+  const ChildLinkRecord* failed = nullptr;
+  bool pending = false;
+  for (const ChildLinkRecord& link : links) {
+    if (link.status == ChildStatus::kPending) pending = true;
+    if (link.status == ChildStatus::kFailed && failed == nullptr) {
+      failed = &link;
+    }
+  }
+  const bool fail = failed != nullptr && FailFast(links);
+  if (!fail && pending) return absl::OkStatus();
+  TaskRecord& task = *tasks[0];
+  TaskUpdate update{.task = task,
+                    .expected_status = TaskStatus::kWaiting,
+                    .expected_attempts = task.attempts};
+  update.task.finished_at = now;
+  ReportKind kind = ReportKind::kCompleted;
+  if (fail) {
+    update.task.status = TaskStatus::kFailed;
+    update.task.error =
+        StrCat("child ", failed->child_index, " failed: ", failed->error);
+    kind = ReportKind::kFailed;
+  } else {
+    update.task.status = TaskStatus::kCompleted;
+    update.task.output = ResultsOf(links);
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
+                          tx.UpdateTasks(std::span(&update, 1)));
+  if (!applied[0]) return absl::OkStatus();
+  if (fail) {
+    SLUICE_RETURN_IF_ERROR(
+        tx.CancelPendingChildLinks(parent,
+                                   "cancelled: a sibling failed (fail-fast)")
+            .status());
+  }
+  reports.push_back(OutboxReport{.task = parent,
+                                 .flow_slug = task.flow_slug,
+                                 .kind = kind,
+                                 .created_at = now});
+  return absl::OkStatus();
+}
+
+namespace {
+
+// Applies settlements, then settles each touched parent in ascending order
+// (the lock order: links, then the parent task and run). Returns the
+// parents' report ids.
+absl::StatusOr<std::vector<int64_t>> ApplySettlements(
+    Transaction& tx, std::vector<ChildSettlement> settlements, absl::Time now) {
+  if (settlements.empty()) return std::vector<int64_t>();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
+                          tx.SettleChildLinks(std::span(settlements)));
+  std::set<TaskKey> touched;
+  for (size_t i = 0; i < applied.size(); ++i) {
+    if (applied[i]) touched.insert(settlements[i].parent);
+  }
+  std::vector<OutboxReport> reports;
+  for (const TaskKey& parent : touched) {
+    SLUICE_RETURN_IF_ERROR(SettleParent(tx, parent, now, reports));
+  }
+  if (reports.empty()) return std::vector<int64_t>();
+  return tx.AppendReports(reports);
+}
+
+absl::Status CheckLimit(std::string_view what, int limit) {
+  if (limit >= 1 && limit <= kMaxBatch) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat(what, " limit ", limit, " is out of range 1..", kMaxBatch));
+}
+
+}  // namespace
+
+absl::StatusOr<int> Engine::RelayChildReports(int limit) {
+  SLUICE_RETURN_IF_ERROR(CheckLimit("RelayChildReports", limit));
+  int consumed = 0;
+  // A settled parent's run may end and report to its own parent, and a
+  // cancelled child may owe cancels to its own children: go round until
+  // neither has work.
+  for (int round = 0; round < kMaxRounds; ++round) {
+    SLUICE_ASSIGN_OR_RETURN(int relayed, RelayOnce(limit));
+    SLUICE_ASSIGN_OR_RETURN(int cascaded, CascadeChildCancels(limit));
+    consumed += relayed;
+    if (relayed == 0 && cascaded == 0) break;
+  }
+  return consumed;
+}
+
+absl::StatusOr<int> Engine::RelayOnce(int limit) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  const absl::Time now = impl_->Now();
+  absl::StatusOr<std::vector<ChildReport>> peeked =
+      tx->PeekChildReports(0, limit);
+  if (absl::IsUnimplemented(peeked.status())) return 0;
+  if (!peeked.ok()) return peeked.status();
+  if (peeked->empty()) return 0;
+  std::vector<ChildSettlement> settlements;
+  std::vector<int64_t> ids;
+  for (const ChildReport& report : *peeked) {
+    ids.push_back(report.report_id);
+    if (report.parent.run_id.IsNil()) {
+      impl_->Log(LogLevel::kWarning,
+                 StrCat("child report ", report.report_id, " names no parent (",
+                        report.unreadable, "); dropped it"));
+      continue;
+    }
+    settlements.push_back(SettlementOf(report));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> report_ids,
+                          ApplySettlements(*tx, std::move(settlements), now));
+  SLUICE_RETURN_IF_ERROR(tx->DeleteChildReports(ids));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  // The push path for the parents' runs; a run that ends here may write a
+  // child report of its own, which the next round relays.
+  if (absl::Status s = ApplyReportsOnly(report_ids).status(); !s.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("relay: applying parent reports failed (", s.ToString(),
+                      "); the sweeper will apply them"));
+  }
+  return static_cast<int>(ids.size());
+}
+
+absl::StatusOr<int> Engine::CascadeChildCancels(int limit) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  absl::StatusOr<std::vector<ChildLinkRecord>> owed =
+      tx->FindUncascadedChildLinks(limit);
+  if (absl::IsUnimplemented(owed.status())) return 0;
+  if (!owed.ok()) return owed.status();
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  if (owed->empty()) return 0;
+  for (const ChildLinkRecord& link : *owed) {
+    absl::Status s = CancelRunOnly(link.child_run_id, CancelMode::kImmediate);
+    // Ended already, or never created: nothing more is owed.
+    if (!s.ok() && !absl::IsFailedPrecondition(s) && !absl::IsNotFound(s)) {
+      return s;
+    }
+  }
+  SLUICE_ASSIGN_OR_RETURN(tx, impl_->Begin());
+  SLUICE_RETURN_IF_ERROR(tx->MarkChildLinksCascaded(*owed));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  return static_cast<int>(owed->size());
+}
+
+absl::StatusOr<int> Engine::RepairChildLinks(int limit) {
+  SLUICE_RETURN_IF_ERROR(CheckLimit("RepairChildLinks", limit));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  const absl::Time now = impl_->Now();
+  absl::StatusOr<std::vector<ChildLinkRecord>> stale = tx->TakeStaleChildLinks(
+      now - impl_->options().report_stale_after, now, limit);
+  if (absl::IsUnimplemented(stale.status())) return 0;
+  if (!stale.ok()) return stale.status();
+  std::vector<RunId> ids;
+  for (const ChildLinkRecord& link : *stale) ids.push_back(link.child_run_id);
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<RunRecord>> runs,
+                          tx->GetRuns(ids, LockMode::kNone, Fields::kAll));
+  std::vector<ChildSettlement> settlements;
+  WriteBatch writes;
+  TransactionEffects effects;
+  for (size_t i = 0; i < stale->size(); ++i) {
+    const ChildLinkRecord& link = (*stale)[i];
+    const std::optional<RunRecord>& run = runs[i];
+    if (!run) {
+      // Lost (or deleted by hand): create it again while its parent waits.
+      SLUICE_ASSIGN_OR_RETURN(
+          std::vector<std::optional<TaskRecord>> parent,
+          tx->GetTasks(std::span(&link.parent, 1), Fields::kNoPayloads));
+      if (parent[0] && parent[0]->status == TaskStatus::kWaiting) {
+        SLUICE_RETURN_IF_ERROR(
+            CreateChildRun(*impl_, *tx, link, now, writes, effects));
+      }
+      continue;
+    }
+    if (!IsTerminal(run->status)) continue;  // live: its report will come
+    SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
+                            impl_->FlowFor(*tx, run->flow_slug));
+    std::optional<ChildReport> report = ChildReportFor(*run, *flow, now);
+    if (!report) continue;
+    report->parent = link.parent;
+    report->child_index = link.child_index;
+    settlements.push_back(SettlementOf(*report));
+  }
+  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
+  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> report_ids,
+                          ApplySettlements(*tx, std::move(settlements), now));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  SLUICE_RETURN_IF_ERROR(ApplyReports(report_ids));
+  SLUICE_RETURN_IF_ERROR(RelayChildReports().status());
+  return static_cast<int>(stale->size());
+}
+
+}  // namespace sluice
