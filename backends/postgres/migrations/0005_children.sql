@@ -44,8 +44,11 @@ CREATE TABLE sluice.child_links (
   FOREIGN KEY (parent_run_id, parent_step, parent_task)
     REFERENCES sluice.tasks (run_id, step_index, task_index)
 );
+-- child_index last: a settlement's lookup of one pending link, which the
+-- planner may take through this index, is a search of one entry, not a walk
+-- of the parent's pending links.
 CREATE INDEX child_links_by_status ON sluice.child_links
-  (parent_run_id, parent_step, parent_task, status);
+  (parent_run_id, parent_step, parent_task, status, child_index);
 CREATE INDEX child_links_pending ON sluice.child_links (pending_since)
   WHERE status = 'pending';
 CREATE INDEX child_links_uncascaded ON sluice.child_links
