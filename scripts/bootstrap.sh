@@ -9,6 +9,8 @@
 # deb-src entry for bookworm and installs dpkg-dev (dpkg-source). CLI11 parses
 # the CLI's arguments, cpp-httplib serves the admin listener, and
 # python3-croniter is the reference the cron parser is tested against.
+# chromium (headless) and python3-websocket (its DevTools protocol) run the
+# dashboard's browser test.
 set -euo pipefail
 
 packages=(
@@ -19,6 +21,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   clang-14 ccache dpkg-dev
   libcli11-dev libcpp-httplib-dev python3-croniter
+  chromium python3-websocket
 )
 
 sudo=""

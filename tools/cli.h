@@ -88,6 +88,7 @@ absl::StatusOr<absl::Duration> ParseAge(std::string_view text);
 
 // The command groups (one file each).
 void AddDemoCommand(CLI::App& app, Outcome& outcome);
+void AddDashboardCommand(CLI::App& app, Outcome& outcome);
 void AddRunCommands(CLI::App& app, Outcome& outcome);  // runs, show, start
 void AddRunActionCommands(CLI::App& app,
                           Outcome& outcome);  // cancel, retry, delete

@@ -8,6 +8,7 @@
 //   sluice prune URL --older-than 30d
 //   sluice migrate|check-schema URL
 //   sluice demo, start, versions, activate, coverage
+//   sluice dashboard [URL] [--port P] [--token T]   the web dashboard, demo
 //
 // Exit codes: cli.h. Arguments are parsed by CLI11.
 #include <cstdio>
@@ -40,6 +41,7 @@ void BuildApp(CLI::App& app, Outcome& outcome) {
   AddSchemaCommands(app, outcome);
   AddVersionCommands(app, outcome);
   AddDemoCommand(app, outcome);
+  AddDashboardCommand(app, outcome);
 }
 
 }  // namespace
