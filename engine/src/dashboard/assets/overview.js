@@ -103,6 +103,7 @@ function totalThroughput(queues) {
 // Bars per minute: completed (green) with failed (red) stacked on top.
 function throughputChart(points, width, height, withLabels) {
   const bottom = withLabels ? 18 : 0;
+  const top = withLabels ? 16 : 0;  // room for the "max" label
   const plot = height - bottom;
   const chart = svg('svg', {
     class: 'chart', width, height, viewBox: `0 0 ${width} ${height}`,
@@ -124,8 +125,8 @@ function throughputChart(points, width, height, withLabels) {
   const bar = Math.max(1, slot - 2);
   points.forEach((p, i) => {
     const x = i * slot + 1;
-    const done = ((p.completed || 0) / max) * (plot - 2);
-    const failed = ((p.failed || 0) / max) * (plot - 2);
+    const done = ((p.completed || 0) / max) * (plot - top - 2);
+    const failed = ((p.failed || 0) / max) * (plot - top - 2);
     const tip = `${formatTime(p.minute)}: ${p.completed || 0} completed, ` +
                 `${p.failed || 0} failed`;
     chart.append(svg('rect', {x, y: plot - done, width: bar, height: done,

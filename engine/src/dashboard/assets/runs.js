@@ -49,12 +49,12 @@ function filterForm(query, app) {
                                              value: s,
                                              checked: chosen.has(s)}),
                                 ` ${s}`))),
-      el('label', null, 'Since ',
+      el('label', null, 'Since (UTC) ',
          el('input', {type: 'datetime-local', name: 'since', step: 1,
-                      value: toLocalInput(query.get('since'))})),
-      el('label', null, 'Until ',
+                      value: toUtcInput(query.get('since'))})),
+      el('label', null, 'Until (UTC) ',
          el('input', {type: 'datetime-local', name: 'until', step: 1,
-                      value: toLocalInput(query.get('until'))})),
+                      value: toUtcInput(query.get('until'))})),
       el('label', null, 'Order ',
          el('select', {name: 'order'},
             ['newest', 'oldest'].map((o) => el(
@@ -72,7 +72,9 @@ function filterForm(query, app) {
     if (statuses.length) next.set('status', statuses.join(','));
     for (const key of ['since', 'until']) {
       const value = data.get(key);
-      if (value) next.set(key, new Date(value).toISOString());
+      // The inputs hold UTC, as the table shows it.
+      const time = value ? new Date(`${value}Z`) : null;
+      if (time && !isNaN(time.getTime())) next.set(key, time.toISOString());
     }
     if (data.get('order') === 'oldest') next.set('order', 'oldest');
     app.navigate(`/runs${next.toString() ? `?${next}` : ''}`);
@@ -80,13 +82,11 @@ function filterForm(query, app) {
   return form;
 }
 
-// An RFC 3339 time as a datetime-local input's value (local time).
-function toLocalInput(value) {
+// An RFC 3339 time as a datetime-local input's value, in UTC.
+function toUtcInput(value) {
   if (!value) return '';
   const d = new Date(value);
-  if (isNaN(d.getTime())) return '';
-  const local = new Date(d.getTime() - d.getTimezoneOffset() * 60000);
-  return local.toISOString().slice(0, 19);
+  return isNaN(d.getTime()) ? '' : d.toISOString().slice(0, 19);
 }
 
 function draw(list, data, query, app) {
@@ -118,8 +118,8 @@ function draw(list, data, query, app) {
                     'Next page'));
   }
   replace(list,
-          table(['Run', 'Flow', 'Version', 'Status', 'Queue', 'Created',
-                 'Finished', 'Took'],
+          table(['Run', 'Flow', 'Version', 'Status', 'Queue', 'Created (UTC)',
+                 'Finished (UTC)', 'Took'],
                 rows.length ? rows : [emptyRow(8, 'No runs match.')],
                 {class: 'runs'}),
           pager);

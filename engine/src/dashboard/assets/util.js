@@ -129,7 +129,8 @@ export function ago(value, now) {
   const d = toDate(value);
   if (!d) return '';
   const reference = toDate(now) || new Date();
-  return `${formatDuration(Math.max(0, (reference - d) / 1000))} ago`;
+  const seconds = (reference - d) / 1000;
+  return seconds < 1 ? 'just now' : `${formatDuration(seconds)} ago`;
 }
 
 export function statusBadge(status, attrs) {
