@@ -57,9 +57,12 @@ absl::Time OrderTime(const RunRecord& run, RunQuery::OrderBy order_by) {
   return run.started_at;
 }
 
+// The time in nanoseconds: a backend that keeps times finer than
+// microseconds (memory) would otherwise see the last run of a page again
+// at the start of the next when walking oldest first.
 std::string EncodeCursor(uint64_t hash, absl::Time time, const RunId& id) {
   std::string raw = StrCat(absl::Hex(hash, absl::kZeroPad16), ".",
-                           absl::ToUnixMicros(time), ".", id.ToString());
+                           absl::ToUnixNanos(time), ".", id.ToString());
   return absl::WebSafeBase64Escape(raw);
 }
 
@@ -75,14 +78,14 @@ absl::StatusOr<RunQuery::Position> DecodeCursor(std::string_view cursor,
   std::vector<std::string> parts = absl::StrSplit(raw, '.');
   if (parts.size() != 3) return invalid();
   uint64_t got_hash = 0;
-  int64_t micros = 0;
+  int64_t nanos = 0;
   if (!absl::SimpleHexAtoi(parts[0], &got_hash) || got_hash != hash ||
-      !absl::SimpleAtoi(parts[1], &micros)) {
+      !absl::SimpleAtoi(parts[1], &nanos)) {
     return invalid();
   }
   absl::StatusOr<RunId> id = RunId::Parse(parts[2]);
   if (!id.ok()) return invalid();
-  return RunQuery::Position{absl::FromUnixMicros(micros), *id};
+  return RunQuery::Position{absl::FromUnixNanos(nanos), *id};
 }
 
 absl::Status ValidateFilter(const RunFilter& filter) {

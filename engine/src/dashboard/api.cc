@@ -1,9 +1,95 @@
-// The dashboard's JSON API (docs/dashboard-api.md). Not built yet: no
-// routes are registered.
+// The dashboard's JSON API (docs/dashboard-api.md,
+// docs/decisions/0038-dashboard.md): reads (api_reads.cc), the overview
+// (overview_sampler.cc), live events (api_events.cc) and actions
+// (api_actions.cc), with a JSON 404 for any other /api/ path.
+#include <algorithm>
+#include <functional>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "dashboard/api_internal.h"
 #include "dashboard/dashboard_routes.h"
+#include "dashboard/event_hub.h"
+#include "dashboard/overview_sampler.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice::dashboard {
+namespace {
 
-void AddApiRoutes(httplib::Server&, Engine&, const DashboardOptions&) {}
+// Live event streams each hold a thread for as long as they are open, so
+// the listener gets more threads than httplib's default.
+constexpr size_t kServerThreads = 24;
+
+// httplib's task queue, told first when the server stops: httplib shuts
+// its task queue down after the listener has closed and then waits for
+// every request thread, so the live streams must end first.
+class StoppingTaskQueue : public httplib::TaskQueue {
+ public:
+  StoppingTaskQueue(httplib::TaskQueue* inner, std::function<void()> on_stop)
+      : inner_(inner), on_stop_(std::move(on_stop)) {}
+
+  void enqueue(std::function<void()> fn) override {
+    inner_->enqueue(std::move(fn));
+  }
+  void shutdown() override {
+    on_stop_();
+    inner_->shutdown();
+  }
+  void on_idle() override { inner_->on_idle(); }
+
+ private:
+  std::unique_ptr<httplib::TaskQueue> inner_;
+  std::function<void()> on_stop_;
+};
+
+void AddNotFound(httplib::Server& server) {
+  auto not_found = [](const httplib::Request& request,
+                      httplib::Response& response) {
+    SendError(response, 404,
+              StrCat("no such API endpoint: ", request.method, " ",
+                     request.path, " (see docs/dashboard-api.md)"));
+  };
+  server.Get(R"(/api(/.*)?)", not_found);
+  server.Post(R"(/api(/.*)?)", not_found);
+  server.Put(R"(/api(/.*)?)", not_found);
+  server.Patch(R"(/api(/.*)?)", not_found);
+  server.Delete(R"(/api(/.*)?)", not_found);
+}
+
+}  // namespace
+
+void AddOverviewRoute(httplib::Server& server,
+                      std::shared_ptr<OverviewSampler> sampler) {
+  server.Get("/api/overview",
+             [sampler](const httplib::Request&, httplib::Response& response) {
+               absl::StatusOr<Json> overview = sampler->Overview();
+               if (!overview.ok())
+                 return SendStatus(response, overview.status());
+               SendJson(response, 200, *overview);
+             });
+}
+
+void AddApiRoutes(httplib::Server& server, Engine& engine,
+                  const DashboardOptions& options) {
+  auto sampler = std::make_shared<OverviewSampler>(engine);
+  auto hub = std::make_shared<EventHub>(engine);
+  std::function<httplib::TaskQueue*()> previous = server.new_task_queue;
+  server.new_task_queue = [previous, sampler, hub]() -> httplib::TaskQueue* {
+    httplib::TaskQueue* inner =
+        previous ? previous()
+                 : new httplib::ThreadPool(std::max(
+                       kServerThreads, size_t{CPPHTTPLIB_THREAD_POOL_COUNT}));
+    return new StoppingTaskQueue(inner, [sampler, hub] {
+      hub->Stop();
+      sampler->Stop();
+    });
+  };
+  AddReadRoutes(server, engine, options);
+  AddOverviewRoute(server, sampler);
+  AddEventRoute(server, engine, hub);
+  AddActionRoutes(server, engine, options);
+  AddNotFound(server);  // last: httplib takes the first route that matches
+}
 
 }  // namespace sluice::dashboard
