@@ -54,7 +54,8 @@ absl::Status Exec(sqlite3* db, const char* sql) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<double> SqliteBaseline(const std::string& path, int jobs) {
+absl::StatusOr<double> SqliteBaseline(const std::string& path, bool full,
+                                      int jobs) {
   sqlite3* db = nullptr;
   if (sqlite3_open(path.c_str(), &db) != SQLITE_OK) {
     sqlite3_close(db);
@@ -62,7 +63,8 @@ absl::StatusOr<double> SqliteBaseline(const std::string& path, int jobs) {
   }
   auto close = [&] { sqlite3_close(db); };
   for (const char* sql :
-       {"PRAGMA journal_mode=WAL", "PRAGMA synchronous=NORMAL",
+       {"PRAGMA journal_mode=WAL",
+        full ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL",
         "CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY, payload TEXT "
         "NOT NULL, status INTEGER NOT NULL, attempts INTEGER NOT NULL, output "
         "TEXT)",
@@ -133,16 +135,51 @@ absl::StatusOr<double> SqliteBaseline(const std::string& path, int jobs) {
 
 absl::StatusOr<double> MeasureBaseline(const std::string& url, int jobs,
                                        int concurrency) {
-  if (url.rfind("sqlite:", 0) == 0) return SqliteBaseline(url.substr(7), jobs);
+  if (url.rfind("sqlite:", 0) == 0) {
+    std::string rest = url.substr(7);
+    std::string path = rest.substr(0, rest.find('?'));
+    return SqliteBaseline(path, SqliteSynchronousFull(url), jobs);
+  }
   if (url.rfind("memory", 0) == 0) return MemoryBaseline(jobs, concurrency);
   return absl::InvalidArgumentError("no baseline for backend " + url);
 }
 
+bool SqliteSynchronousFull(const std::string& url) {
+  return url.find("synchronous=full") != std::string::npos;
+}
+
 std::string BaselineDescription(const std::string& url) {
   if (url.rfind("sqlite:", 0) == 0) {
-    return "plain SQLite jobs table, claim 10 + complete 10 per transaction";
+    return std::string(
+               "plain SQLite jobs table, claim 10 + complete 10 per "
+               "transaction, synchronous=") +
+           (SqliteSynchronousFull(url) ? "FULL" : "NORMAL");
   }
   return "mutex-guarded deque, 10 jobs per batch";
+}
+
+std::vector<absl::Duration> InProcessWakeBaseline(int samples) {
+  absl::Mutex mu;
+  int posted = 0;  // hand-offs set so far
+  absl::CondVar changed;
+  absl::Time sent;
+  std::vector<absl::Duration> latencies;
+  std::thread waiter([&] {
+    for (int i = 1; i <= samples; ++i) {
+      absl::MutexLock lock(&mu);
+      while (posted < i) changed.Wait(&mu);
+      latencies.push_back(absl::Now() - sent);
+    }
+  });
+  for (int i = 0; i < samples; ++i) {
+    absl::SleepFor(absl::Milliseconds(1));  // let the waiter block again
+    absl::MutexLock lock(&mu);
+    sent = absl::Now();
+    ++posted;
+    changed.Signal();
+  }
+  waiter.join();
+  return latencies;
 }
 
 }  // namespace sluice::bench

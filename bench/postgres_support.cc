@@ -111,6 +111,84 @@ absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
   return rate;
 }
 
+double PgCost::HotRatio() const {
+  int64_t updates = 0, hot = 0;
+  for (const PgTableUpdates& t : tables) {
+    updates += t.updates;
+    hot += t.hot;
+  }
+  return updates == 0 ? 0 : static_cast<double>(hot) / updates;
+}
+
+std::string PgCost::TableSummary() const {
+  std::string summary;
+  for (const PgTableUpdates& t : tables) {
+    if (!summary.empty()) summary += ",";
+    summary +=
+        t.table + ":" + std::to_string(t.hot) + "/" + std::to_string(t.updates);
+  }
+  return summary.empty() ? "none" : summary;
+}
+
+absl::StatusOr<int64_t> PostgresWalPosition(const std::string& url) {
+  absl::StatusOr<Session> c = Connect(url);
+  if (!c.ok()) return c.status();
+  auto position = Run(c->get(),
+                      "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), "
+                      "'0/0')::bigint");
+  if (!position.ok()) return position.status();
+  return std::stoll(PQgetvalue(position->get(), 0, 0));
+}
+
+namespace {
+
+absl::StatusOr<std::vector<PgTableUpdates>> TableUpdates(PGconn* db) {
+  // Each statement is its own transaction, so it reads fresh statistics.
+  auto rows = Run(db,
+                  "SELECT schemaname || '.' || relname, n_tup_upd, "
+                  "n_tup_hot_upd FROM pg_stat_user_tables "
+                  "WHERE n_tup_upd > 0 ORDER BY 1");
+  if (!rows.ok()) return rows.status();
+  std::vector<PgTableUpdates> tables;
+  for (int i = 0; i < PQntuples(rows->get()); ++i) {
+    tables.push_back({PQgetvalue(rows->get(), i, 0),
+                      std::stoll(PQgetvalue(rows->get(), i, 1)),
+                      std::stoll(PQgetvalue(rows->get(), i, 2))});
+  }
+  return tables;
+}
+
+bool SameUpdates(const std::vector<PgTableUpdates>& a,
+                 const std::vector<PgTableUpdates>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i].table != b[i].table || a[i].updates != b[i].updates ||
+        a[i].hot != b[i].hot) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+absl::Status ReadTableUpdates(const std::string& url, PgCost* cost) {
+  absl::StatusOr<Session> c = Connect(url);
+  if (!c.ok()) return c.status();
+  std::vector<PgTableUpdates> last;
+  absl::Time give_up = absl::Now() + absl::Seconds(5);
+  while (true) {
+    absl::StatusOr<std::vector<PgTableUpdates>> now = TableUpdates(c->get());
+    if (!now.ok()) return now.status();
+    if ((!now->empty() && SameUpdates(*now, last)) || absl::Now() > give_up) {
+      cost->tables = std::move(*now);
+      return absl::OkStatus();
+    }
+    last = std::move(*now);
+    absl::SleepFor(absl::Milliseconds(700));
+  }
+}
+
 absl::StatusOr<std::vector<absl::Duration>> PostgresNotifyBaseline(
     const std::string& url, int samples) {
   absl::StatusOr<Session> listener = Connect(url);

@@ -10,6 +10,7 @@
 #ifndef SLUICE_BENCH_POSTGRES_SUPPORT_H_
 #define SLUICE_BENCH_POSTGRES_SUPPORT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,31 @@ absl::StatusOr<std::string> FreshPostgresDatabase(const std::string& url,
                                                   const std::string& name);
 
 absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs);
+
+// What a Postgres measurement cost the server: WAL written (cluster-wide,
+// pg_current_wal_lsn() before and after) and, per table of the measured
+// database, updates and how many of them were HOT.
+struct PgTableUpdates {
+  std::string table;
+  int64_t updates = 0;
+  int64_t hot = 0;
+};
+struct PgCost {
+  int64_t wal_bytes = 0;
+  std::vector<PgTableUpdates> tables;  // only tables with updates
+  // HOT updates over all updates (0 when nothing was updated).
+  double HotRatio() const;
+  // "runs:12/40,tasks:0/40" (HOT/updates per table).
+  std::string TableSummary() const;
+};
+
+// The server's current WAL position, in bytes.
+absl::StatusOr<int64_t> PostgresWalPosition(const std::string& url);
+// Fills `cost->tables` from pg_stat_user_tables of the database `url`
+// names, once the statistics of the sessions that did the work have
+// arrived (they are sent when a session ends or goes idle; this waits until
+// two readings agree, at most a few seconds).
+absl::Status ReadTableUpdates(const std::string& url, PgCost* cost);
 
 // Wake-up latencies of `samples` insert+NOTIFY round trips.
 absl::StatusOr<std::vector<absl::Duration>> PostgresNotifyBaseline(

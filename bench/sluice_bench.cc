@@ -1,6 +1,7 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
-//   sluice-bench --backend URL --workload W1|W2|W3|W4 [--no-baseline]
+//   sluice-bench --backend URL --workload W1|W2|W3|W4|W6 [--no-baseline]
+//                [--w6-depth N]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
@@ -11,16 +12,26 @@
 // W4: 20,000 jobs through Enqueue (priorities 0-9, every tenth with a
 //     dedupe key), one worker at concurrency 10, measured next to W1 in the
 //     same run: the job layer's cost over plain runs.
+// W6: 1,000,000 jobs (--w6-depth) left queued, then W1's jobs on top in the
+//     same queue, next to the same on an empty store (depth_workload.h).
 //
-// The last line is:
-//   RESULT workload=W1 backend=<name> tasks_per_s=<n> [baseline_per_s=<b>
-//   ratio=<r>]
-//   RESULT workload=W3 backend=<name> p50_ms=<x> p99_ms=<y> wake=<path>
-//   [baseline_p50_ms=<b> ratio=<r>]
-//   RESULT workload=W4 backend=<name> jobs_per_s=<n> w1_per_s=<w> ratio=<r>
+// Every workload ends with one line:
+//   RESULT workload=<W> backend=<name> value=<v> baseline=<b> ratio=<v/b>
+//   <workload fields> [wal_per_job=.. baseline_wal_per_job=.. hot=..
+//   baseline_hot=..]
+// value is the figure (jobs or tasks per second; p50 ms for W3) and
+// baseline the same-run baseline's. The workload fields are the older
+// names: tasks_per_s / baseline_per_s (W1, W2), p50_ms / p99_ms / wake /
+// baseline_p50_ms (W3), jobs_per_s / w1_per_s (W4), jobs_per_s /
+// empty_per_s / depth (W6). On Postgres, wal_per_job is the WAL the server
+// wrote per job (pg_current_wal_lsn() before and after, cluster-wide) and
+// hot the share of row updates in the measured database that were HOT
+// (pg_stat_user_tables); a line before RESULT gives them per table.
+//
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
-// postgres_support.h), so the ratio survives a noisy machine.
+// postgres_support.h), so the ratio survives a noisy machine. W4 and W6
+// compare with a Sluice workload instead (W1; W6 on an empty store).
 //
 // SQLite files and Postgres databases are created afresh for each
 // measurement: a Postgres URL names the server, and the bench drops and
@@ -29,11 +40,15 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "baseline.h"
 #include "boost/json.hpp"
+#include "depth_workload.h"
 #include "latency_workload.h"
 #include "postgres_support.h"
 #include "sluice/backends.h"
@@ -48,6 +63,7 @@ struct Options {
   bool baseline = true;
   int concurrency = 10;
   int batch_size = 100;
+  int w6_depth = 1'000'000;
 };
 
 Flow JobFlow() {
@@ -185,6 +201,13 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
       absl::StatusOr<std::string> v = value();
       if (!v.ok()) return v.status();
       o.workload = *v;
+    } else if (a == "--w6-depth") {
+      absl::StatusOr<std::string> v = value();
+      if (!v.ok()) return v.status();
+      if (!absl::SimpleAtoi(*v, &o.w6_depth) || o.w6_depth < 0) {
+        return absl::InvalidArgumentError(
+            "--w6-depth must be a whole number >= 0, not \"" + *v + "\"");
+      }
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else {
@@ -192,8 +215,9 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
     }
   }
   if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3" &&
-      o.workload != "W4") {
-    return absl::InvalidArgumentError("--workload must be W1, W2, W3 or W4");
+      o.workload != "W4" && o.workload != "W6") {
+    return absl::InvalidArgumentError(
+        "--workload must be W1, W2, W3, W4 or W6");
   }
   return o;
 }
@@ -203,7 +227,8 @@ std::string BackendName(const std::string& url) {
   return url.substr(0, url.find(':'));
 }
 
-// A fresh SQLite file or Postgres database per measurement.
+// A fresh SQLite file or Postgres database per measurement. A sqlite: URL
+// keeps its options (?synchronous=...) after the new path.
 absl::StatusOr<std::string> FreshUrl(const std::string& url,
                                      const std::string& suffix) {
   if (IsPostgresUrl(url)) {
@@ -212,19 +237,89 @@ absl::StatusOr<std::string> FreshUrl(const std::string& url,
     return FreshPostgresDatabase(url, name);
   }
   if (url.rfind("sqlite:", 0) != 0) return url;
-  std::string path = url.substr(7) + suffix;
+  std::string rest = url.substr(7);
+  size_t query = rest.find('?');
+  std::string path = rest.substr(0, query) + suffix;
   for (const char* ext : {"", "-wal", "-shm"}) {
     std::filesystem::remove(path + ext);
   }
-  return "sqlite:" + path;
+  return "sqlite:" + path +
+         (query == std::string::npos ? "" : rest.substr(query));
+}
+
+// Runs `measure` on the fresh storage `url`; on Postgres, records in
+// `cost` the WAL it wrote and its tables' updates.
+absl::StatusOr<double> Metered(
+    const std::string& url, std::optional<PgCost>& cost,
+    const std::function<absl::StatusOr<double>()>& measure) {
+  if (!IsPostgresUrl(url)) return measure();
+  absl::StatusOr<int64_t> before = PostgresWalPosition(url);
+  if (!before.ok()) return before.status();
+  absl::StatusOr<double> figure = measure();
+  if (!figure.ok()) return figure;
+  absl::StatusOr<int64_t> after = PostgresWalPosition(url);
+  if (!after.ok()) return after.status();
+  cost.emplace();
+  cost->wal_bytes = *after - *before;
+  if (absl::Status s = ReadTableUpdates(url, &*cost); !s.ok()) return s;
+  return figure;
+}
+
+// One workload's outcome, for the RESULT line.
+struct Outcome {
+  std::string workload;
+  std::string backend;
+  double value = 0;
+  std::optional<double> baseline;
+  std::string fields;  // the workload's own fields, " name=value ..."
+  int jobs = 0;        // jobs (tasks) the measured run moved
+  int baseline_jobs = 0;
+  std::optional<PgCost> cost, baseline_cost;
+};
+
+void PrintCost(const char* what, const std::optional<PgCost>& cost, int jobs) {
+  if (!cost.has_value() || jobs == 0) return;
+  std::printf("postgres %s: WAL %.0f bytes/job, HOT updates (HOT/all) %s\n",
+              what, static_cast<double>(cost->wal_bytes) / jobs,
+              cost->TableSummary().c_str());
+}
+
+void PrintResult(const Outcome& o) {
+  PrintCost("sluice", o.cost, o.jobs);
+  PrintCost("baseline", o.baseline_cost, o.baseline_jobs);
+  // Rates in whole jobs per second, latencies (W3) in milliseconds.
+  const int digits = o.workload == "W3" ? 3 : 0;
+  std::printf("RESULT workload=%s backend=%s value=%.*f", o.workload.c_str(),
+              o.backend.c_str(), digits, o.value);
+  if (o.baseline.has_value()) {
+    std::printf(" baseline=%.*f ratio=%.2f", digits, *o.baseline,
+                *o.baseline > 0 ? o.value / *o.baseline : 0.0);
+  } else {
+    std::printf(" baseline=none ratio=none");
+  }
+  std::printf("%s", o.fields.c_str());
+  if (o.cost.has_value() && o.jobs > 0) {
+    std::printf(" wal_per_job=%.0f hot=%.2f",
+                static_cast<double>(o.cost->wal_bytes) / o.jobs,
+                o.cost->HotRatio());
+  }
+  if (o.baseline_cost.has_value() && o.baseline_jobs > 0) {
+    std::printf(
+        " baseline_wal_per_job=%.0f baseline_hot=%.2f",
+        static_cast<double>(o.baseline_cost->wal_bytes) / o.baseline_jobs,
+        o.baseline_cost->HotRatio());
+  }
+  std::printf("\n");
 }
 
 absl::StatusOr<double> Baseline(const std::string& url, int jobs,
-                                int concurrency) {
+                                int concurrency, std::optional<PgCost>& cost) {
   absl::StatusOr<std::string> fresh = FreshUrl(url, ".baseline");
   if (!fresh.ok()) return fresh.status();
-  if (IsPostgresUrl(url)) return PostgresJobsBaseline(*fresh, jobs);
-  return MeasureBaseline(*fresh, jobs, concurrency);
+  return Metered(*fresh, cost, [&]() -> absl::StatusOr<double> {
+    if (IsPostgresUrl(url)) return PostgresJobsBaseline(*fresh, jobs);
+    return MeasureBaseline(*fresh, jobs, concurrency);
+  });
 }
 
 int Report(const absl::Status& status) {
@@ -237,43 +332,50 @@ int RunThroughput(const Options& options) {
   int runs = w1 ? 20'000 : 1'000;
   int tasks_per_run = w1 ? 1 : 12;
   int total_tasks = runs * tasks_per_run;
-  double baseline = 0;
+  Outcome o{.workload = options.workload,
+            .backend = BackendName(options.backend),
+            .jobs = total_tasks};
   if (options.baseline) {
-    absl::StatusOr<double> b =
-        Baseline(options.backend, total_tasks, options.concurrency);
+    absl::StatusOr<double> b = Baseline(options.backend, total_tasks,
+                                        options.concurrency, o.baseline_cost);
     if (!b.ok()) return Report(b.status());
-    baseline = *b;
+    o.baseline = *b;
+    o.baseline_jobs = total_tasks;
     std::printf("baseline: %s, %d jobs, %.0f jobs/s\n",
                 IsPostgresUrl(options.backend)
                     ? "plain Postgres jobs table, claim 10 + complete 10 per "
                       "transaction"
                     : BaselineDescription(options.backend).c_str(),
-                total_tasks, baseline);
+                total_tasks, *b);
   }
   Options measured = options;
   absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
   if (!fresh.ok()) return Report(fresh.status());
   measured.backend = *fresh;
   const Flow flow = w1 ? JobFlow() : MapReduceFlow();
-  absl::StatusOr<double> rate =
-      RunWorkload(measured, flow, runs, tasks_per_run,
-                  [&](Engine& engine, int first, int end) {
-                    return StartRunsOf(flow.slug(), engine, first, end);
-                  });
+  absl::StatusOr<double> rate = Metered(*fresh, o.cost, [&] {
+    return RunWorkload(measured, flow, runs, tasks_per_run,
+                       [&](Engine& engine, int first, int end) {
+                         return StartRunsOf(flow.slug(), engine, first, end);
+                       });
+  });
   if (!rate.ok()) return Report(rate.status());
-  std::printf("RESULT workload=%s backend=%s tasks_per_s=%.0f",
-              options.workload.c_str(), BackendName(options.backend).c_str(),
-              *rate);
-  if (options.baseline) {
-    std::printf(" baseline_per_s=%.0f ratio=%.2f", baseline, *rate / baseline);
+  o.value = *rate;
+  o.fields = absl::StrFormat(" tasks_per_s=%.0f", *rate);
+  if (o.baseline.has_value()) {
+    o.fields += absl::StrFormat(" baseline_per_s=%.0f", *o.baseline);
   }
-  std::printf("\n");
+  PrintResult(o);
   return 0;
 }
 
 // W1 then W4 on fresh storage each, so the ratio is of the same moment.
 int RunJobs(const Options& options) {
   constexpr int kJobs = 20'000;
+  Outcome o{.workload = "W4",
+            .backend = BackendName(options.backend),
+            .jobs = kJobs,
+            .baseline_jobs = kJobs};
   double rates[2] = {0, 0};
   for (int w4 = 0; w4 < 2; ++w4) {
     Options measured = options;
@@ -283,10 +385,14 @@ int RunJobs(const Options& options) {
     measured.backend = *fresh;
     const Job job = BenchJob();
     const Flow flow = w4 ? job.flow() : JobFlow();
-    absl::StatusOr<double> rate = RunWorkload(
-        measured, flow, kJobs, 1, [&](Engine& engine, int first, int end) {
-          return w4 ? EnqueueJobs(job.name(), engine, first, end)
-                    : StartRunsOf(flow.slug(), engine, first, end);
+    absl::StatusOr<double> rate =
+        Metered(*fresh, w4 ? o.cost : o.baseline_cost, [&] {
+          return RunWorkload(
+              measured, flow, kJobs, 1,
+              [&](Engine& engine, int first, int end) {
+                return w4 ? EnqueueJobs(job.name(), engine, first, end)
+                          : StartRunsOf(flow.slug(), engine, first, end);
+              });
         });
     if (!rate.ok()) return Report(rate.status());
     rates[w4] = *rate;
@@ -295,43 +401,77 @@ int RunJobs(const Options& options) {
                    : "W1 (StartRuns of a one-step flow)",
                 kJobs, *rate);
   }
-  std::printf(
-      "RESULT workload=W4 backend=%s jobs_per_s=%.0f w1_per_s=%.0f "
-      "ratio=%.2f\n",
-      BackendName(options.backend).c_str(), rates[1], rates[0],
-      rates[1] / rates[0]);
+  o.value = rates[1];
+  o.baseline = rates[0];
+  o.fields =
+      absl::StrFormat(" jobs_per_s=%.0f w1_per_s=%.0f", rates[1], rates[0]);
+  PrintResult(o);
+  return 0;
+}
+
+// W6: the jobs on top of a deep queue, next to the same on an empty store.
+int RunDepth(const Options& options) {
+  DepthWorkload workload{.depth = options.w6_depth,
+                         .concurrency = options.concurrency,
+                         .batch_size = options.batch_size};
+  Outcome o{.workload = "W6",
+            .backend = BackendName(options.backend),
+            .jobs = workload.jobs,
+            .baseline_jobs = workload.jobs};
+  for (bool deep : {false, true}) {
+    absl::StatusOr<std::string> fresh =
+        FreshUrl(options.backend, deep ? "" : ".baseline");
+    if (!fresh.ok()) return Report(fresh.status());
+    DepthWorkload run = workload;
+    if (!deep) run.depth = 0;
+    absl::StatusOr<double> rate = RunDepthWorkload(*fresh, run);
+    if (!rate.ok()) return Report(rate.status());
+    std::printf("W6 %s: %d jobs on top of %d, %.0f jobs/s\n",
+                deep ? "deep queue" : "empty store", run.jobs, run.depth,
+                *rate);
+    (deep ? o.value : o.baseline.emplace()) = *rate;
+  }
+  o.fields = absl::StrFormat(" jobs_per_s=%.0f empty_per_s=%.0f depth=%d",
+                             o.value, *o.baseline, workload.depth);
+  PrintResult(o);
   return 0;
 }
 
 int RunLatency(const Options& options) {
   constexpr int kJobs = 200;
-  double baseline_p50 = 0;
-  bool with_baseline = options.baseline && IsPostgresUrl(options.backend);
-  if (with_baseline) {
-    absl::StatusOr<std::string> fresh = FreshUrl(options.backend, ".baseline");
-    if (!fresh.ok()) return Report(fresh.status());
-    absl::StatusOr<std::vector<absl::Duration>> b =
-        PostgresNotifyBaseline(*fresh, kJobs);
-    if (!b.ok()) return Report(b.status());
-    baseline_p50 = QuantileMs(*b, 0.5);
-    std::printf(
-        "baseline: bare insert + NOTIFY to LISTEN wake-up, p50 %.3f "
-        "ms, p99 %.3f ms\n",
-        baseline_p50, QuantileMs(*b, 0.99));
+  Outcome o{.workload = "W3", .backend = BackendName(options.backend)};
+  std::string baseline_fields;
+  if (options.baseline) {
+    std::vector<absl::Duration> b;
+    if (IsPostgresUrl(options.backend)) {
+      absl::StatusOr<std::string> fresh =
+          FreshUrl(options.backend, ".baseline");
+      if (!fresh.ok()) return Report(fresh.status());
+      absl::StatusOr<std::vector<absl::Duration>> notify =
+          PostgresNotifyBaseline(*fresh, kJobs);
+      if (!notify.ok()) return Report(notify.status());
+      b = std::move(*notify);
+    } else {
+      b = InProcessWakeBaseline(kJobs);
+    }
+    o.baseline = QuantileMs(b, 0.5);
+    std::printf("baseline: %s, p50 %.3f ms, p99 %.3f ms\n",
+                IsPostgresUrl(options.backend)
+                    ? "bare insert + NOTIFY to LISTEN wake-up"
+                    : "bare in-process condition-variable wake-up",
+                *o.baseline, QuantileMs(b, 0.99));
+    baseline_fields = absl::StrFormat(" baseline_p50_ms=%.3f", *o.baseline);
   }
   absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
   if (!fresh.ok()) return Report(fresh.status());
   absl::StatusOr<LatencyResult> result = RunLatencyWorkload(*fresh, kJobs);
   if (!result.ok()) return Report(result.status());
-  double p50 = QuantileMs(result->latencies, 0.5);
-  std::printf("RESULT workload=W3 backend=%s p50_ms=%.3f p99_ms=%.3f wake=%s",
-              BackendName(options.backend).c_str(), p50,
-              QuantileMs(result->latencies, 0.99), result->wake_path.c_str());
-  if (with_baseline) {
-    std::printf(" baseline_p50_ms=%.3f ratio=%.2f", baseline_p50,
-                p50 / baseline_p50);
-  }
-  std::printf("\n");
+  o.value = QuantileMs(result->latencies, 0.5);
+  o.fields =
+      absl::StrFormat(" p50_ms=%.3f p99_ms=%.3f wake=%s", o.value,
+                      QuantileMs(result->latencies, 0.99), result->wake_path) +
+      baseline_fields;
+  PrintResult(o);
   return 0;
 }
 
@@ -344,11 +484,13 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
-                 "--workload W1|W2|W3|W4 [--no-baseline]\n",
+                 "--workload W1|W2|W3|W4|W6 [--no-baseline] "
+                 "[--w6-depth N]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
   if (options->workload == "W3") return RunLatency(*options);
   if (options->workload == "W4") return RunJobs(*options);
+  if (options->workload == "W6") return RunDepth(*options);
   return RunThroughput(*options);
 }
