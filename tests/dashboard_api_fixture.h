@@ -30,9 +30,10 @@ struct Reply {
 };
 
 class DashboardApiTest : public ::testing::TestWithParam<std::string> {
- protected:
+ public:
   static constexpr char kToken[] = "s3cret-token";
 
+ protected:
   void SetUp() override;
   void TearDown() override;
 

@@ -151,9 +151,13 @@ def text_of(selector):
             + "); return e ? e.textContent.trim() : null; })()")
 
 
-def api_run(base, run_id):
+def api_run_detail(base, run_id):
     with urllib.request.urlopen(f"{base}/api/runs/{run_id}") as response:
-        return json.load(response)["run"]
+        return json.load(response)
+
+
+def api_run(base, run_id):
+    return api_run_detail(base, run_id)["run"]
 
 
 def check(condition, message):
@@ -192,6 +196,8 @@ def test_run_completes_live(browser, base, server, held_run, out):
                            "!== null"),
           "the large input shows a truncation marker")
     browser.screenshot(os.path.join(out, "run-in-flight.png"))
+    browser.wait_for(text_of("#live") + " === 'live'",
+                     "the page's event stream to connect")
     # A marker that a reload would wipe.
     browser.evaluate("window.sluiceNoReload = true")
     server.stdin.write("release\n")
@@ -241,6 +247,11 @@ def test_retry_needs_token(browser, base, failed_run, token, out):
           f"the retried run is queued again ({status})")
     browser.wait_for(text_of("#run-status") + " === 'completed'",
                      "the retried run to complete on the page")
+    outcomes = [a["outcome"] for a in
+                api_run_detail(base, failed_run)["attempts"]]
+    check(outcomes == ["failed", "completed"],
+          f"the ledger holds the failed attempt and the retried one "
+          f"({outcomes})")
     browser.screenshot(os.path.join(out, "retry-accepted.png"))
 
 

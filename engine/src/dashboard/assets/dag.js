@@ -8,6 +8,7 @@ const NODE_H = 48;
 const COLUMN_GAP = 64;
 const ROW_GAP = 18;
 const MARGIN = 12;
+const PLACEHOLDER_H = 8;  // the slot an edge takes in a column it crosses
 
 // Each step's depth: 0 without dependencies, else one more than its
 // deepest dependency. Unknown dependencies are ignored; a cycle (which a
@@ -32,42 +33,88 @@ export function depths(steps) {
   return depth;
 }
 
-// Columns of steps; within a column, steps are ordered by the mean row of
-// their dependencies (fewer crossing edges), then by their flow order.
+// Places the steps in columns by depth. An edge that skips columns gets a
+// thin placeholder in each column it crosses, so that it runs through a
+// free slot instead of across a node (the usual layered layout). Within a
+// column, nodes are ordered by the mean row of what they depend on (fewer
+// crossings), then by flow order.
 function layout(steps) {
   const depth = depths(steps);
+  const nodes = new Map();  // id -> {id, column, deps, height, step?}
+  let order = 0;
+  for (const s of steps) {
+    nodes.set(s.slug, {id: s.slug, column: depth.get(s.slug), deps: [],
+                       height: NODE_H, step: s, order: order++});
+  }
+  const edges = [];
+  for (const s of steps) {
+    for (const dep of s.depends_on || []) {
+      if (!nodes.has(dep)) continue;
+      let previous = dep;
+      const via = [];
+      for (let c = depth.get(dep) + 1; c < depth.get(s.slug); c++) {
+        const id = `${dep}\u0000${s.slug}\u0000${c}`;
+        nodes.set(id, {id, column: c, deps: [previous], height: PLACEHOLDER_H,
+                       order: order++});
+        via.push(id);
+        previous = id;
+      }
+      nodes.get(s.slug).deps.push(previous);
+      edges.push({from: dep, to: s.slug, via});
+    }
+  }
   const columns = [];
-  steps.forEach((s, order) => {
-    const d = depth.get(s.slug);
-    (columns[d] = columns[d] || []).push({step: s, order});
-  });
+  for (const n of nodes.values()) (columns[n.column] ||= []).push(n);
   const row = new Map();
   for (const column of columns) {
     if (!column) continue;
-    for (const item of column) {
-      const deps = (item.step.depends_on || []).filter((d) => row.has(d));
-      item.weight = deps.length ?
+    for (const n of column) {
+      const deps = n.deps.filter((d) => row.has(d));
+      n.weight = deps.length ?
           deps.reduce((sum, d) => sum + row.get(d), 0) / deps.length :
-          item.order;
+          n.order;
     }
     column.sort((a, b) => a.weight - b.weight || a.order - b.order);
-    column.forEach((item, i) => row.set(item.step.slug, i));
+    column.forEach((n, i) => row.set(n.id, i));
   }
-  const tallest = Math.max(1, ...columns.map((c) => (c ? c.length : 0)));
-  const height = MARGIN * 2 + tallest * NODE_H + (tallest - 1) * ROW_GAP;
+  const used = (column) => column.reduce((sum, n) => sum + n.height, 0) +
+                           (column.length - 1) * ROW_GAP;
+  const tallest = Math.max(NODE_H, ...columns.map((c) => (c ? used(c) : 0)));
+  const height = MARGIN * 2 + tallest;
   const position = new Map();
   columns.forEach((column, d) => {
     if (!column) return;
-    const used = column.length * NODE_H + (column.length - 1) * ROW_GAP;
-    const top = (height - used) / 2;
-    column.forEach((item, i) => position.set(item.step.slug, {
-      x: MARGIN + d * (NODE_W + COLUMN_GAP),
-      y: top + i * (NODE_H + ROW_GAP),
-    }));
+    let y = MARGIN + (tallest - used(column)) / 2;
+    for (const n of column) {
+      position.set(n.id, {x: MARGIN + d * (NODE_W + COLUMN_GAP), y,
+                          cy: y + n.height / 2});
+      y += n.height + ROW_GAP;
+    }
   });
   const width = MARGIN * 2 + columns.length * NODE_W +
                 Math.max(0, columns.length - 1) * COLUMN_GAP;
-  return {position, width, height};
+  return {position, edges, width, height};
+}
+
+// An edge's path: curves between columns, straight through placeholders.
+function edgePath(edge, position) {
+  const from = position.get(edge.from);
+  const to = position.get(edge.to);
+  const points = [[from.x + NODE_W, from.cy]];
+  for (const id of edge.via) {
+    const p = position.get(id);
+    points.push([p.x, p.cy], [p.x + NODE_W, p.cy]);
+  }
+  points.push([to.x - 2, to.cy]);
+  let d = `M${points[0][0]},${points[0][1]}`;
+  for (let i = 0; i + 1 < points.length; i += 2) {
+    const [x1, y1] = points[i];
+    const [x2, y2] = points[i + 1];
+    const bend = Math.max(24, (x2 - x1) / 2);
+    d += ` C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`;
+    if (i + 2 < points.length) d += ` L${points[i + 2][0]},${points[i + 2][1]}`;
+  }
+  return d;
 }
 
 function shorten(text, max) {
@@ -113,7 +160,7 @@ function node(step, at) {
 // The graph as an <svg> element. `steps`: [{slug, depends_on, kind,
 // status, done, total}] in flow order.
 export function dagSvg(steps) {
-  const {position, width, height} = layout(steps);
+  const {position, edges, width, height} = layout(steps);
   const graph = svg('svg', {
     class: 'dag', width, height, viewBox: `0 0 ${width} ${height}`,
     role: 'img', 'aria-label': 'the flow\'s steps and their dependencies',
@@ -124,21 +171,9 @@ export function dagSvg(steps) {
                                   orient: 'auto'},
                        svg('path', {d: 'M0,0 L8,4 L0,8 z',
                                     class: 'arrowhead'}))));
-  for (const step of steps) {
-    const to = position.get(step.slug);
-    for (const dep of step.depends_on || []) {
-      const from = position.get(dep);
-      if (!from) continue;
-      const x1 = from.x + NODE_W;
-      const y1 = from.y + NODE_H / 2;
-      const x2 = to.x - 2;
-      const y2 = to.y + NODE_H / 2;
-      const bend = Math.max(24, (x2 - x1) / 2);
-      graph.append(svg('path', {
-        d: `M${x1},${y1} C${x1 + bend},${y1} ${x2 - bend},${y2} ${x2},${y2}`,
-        class: 'edge', 'marker-end': 'url(#arrow)',
-      }));
-    }
+  for (const edge of edges) {
+    graph.append(svg('path', {d: edgePath(edge, position), class: 'edge',
+                              'marker-end': 'url(#arrow)'}));
   }
   for (const step of steps) graph.append(node(step, position.get(step.slug)));
   return graph;
