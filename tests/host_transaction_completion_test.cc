@@ -15,12 +15,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Json Order(std::string_view id) {
-  boost::json::object payload;
-  payload["order"] = id;
-  return Json(std::move(payload));
-}
-
 ClaimRequest OrdersClaim(int limit = 1) {
   ClaimRequest request{
       .queue = "orders_q", .worker_id = "test", .limit = limit};

@@ -23,12 +23,6 @@ constexpr char kKindVariable[] = "SLUICE_HOST_CHILD_KIND";
 constexpr char kLocationVariable[] = "SLUICE_HOST_CHILD_LOCATION";
 constexpr char kCommitVariable[] = "SLUICE_HOST_CHILD_COMMIT";
 
-Json Order(std::string_view id) {
-  boost::json::object payload;
-  payload["order"] = id;
-  return Json(std::move(payload));
-}
-
 // The child's body: prints "enqueued" (and "committed"), then waits to be
 // killed. Skipped unless the parent set the variables.
 TEST(HostChild, Run) {
@@ -40,12 +34,12 @@ TEST(HostChild, Run) {
   absl::StatusOr<std::unique_ptr<Engine>> engine =
       Engine::Create(db->backend());
   ASSERT_TRUE(engine.ok()) << engine.status();
-  ASSERT_TRUE(db->Exec(db->begin_sql()).ok());
+  std::unique_ptr<Backend> borrowed;
+  absl::StatusOr<HostTransaction> host =
+      BeginHostTransaction(*db, **engine, borrowed);
+  ASSERT_TRUE(host.ok()) << host.status();
   ASSERT_TRUE(db->Exec("INSERT INTO orders (id) VALUES ('crash')").ok());
-  absl::StatusOr<std::unique_ptr<Backend>> borrowed = db->Borrow();
-  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
-  HostTransaction host = (*engine)->WithHostTransaction(**borrowed);
-  ASSERT_TRUE(host.Enqueue("order_job", Order("crash")).ok());
+  ASSERT_TRUE(host->Enqueue("order_job", Order("crash")).ok());
   std::printf("\nenqueued\n");
   if (commit) {
     ASSERT_TRUE(db->Exec("COMMIT").ok());

@@ -293,6 +293,22 @@ std::unique_ptr<HostDatabase> ConnectHostDatabase(std::string_view kind,
                                                 /*create_table=*/false);
 }
 
+Json Order(std::string_view id) {
+  boost::json::object payload;
+  payload["order"] = id;
+  return Json(std::move(payload));
+}
+
+absl::StatusOr<HostTransaction> BeginHostTransaction(
+    HostDatabase& db, Engine& engine, std::unique_ptr<Backend>& borrowed) {
+  absl::Status begun = db.Exec(db.begin_sql());
+  if (!begun.ok()) return begun;
+  absl::StatusOr<std::unique_ptr<Backend>> backend = db.Borrow();
+  if (!backend.ok()) return backend.status();
+  borrowed = *std::move(backend);
+  return engine.WithHostTransaction(*borrowed);
+}
+
 Job OrderJob(bool write_order, HostDatabase* db) {
   return Job("order_job", {.queue = "orders_q", .max_attempts = 2},
              [write_order, db](const Json& payload,
@@ -316,6 +332,7 @@ void HostTransactionTest::SetUp() {
 }
 
 void HostTransactionTest::TearDown() {
+  borrowed_.reset();
   engine_.reset();
   db_.reset();
 }
@@ -328,6 +345,10 @@ HostTransactionTest::Totals HostTransactionTest::Snapshot() {
       .reports = db_->CommittedRows(db_->SluiceTable("outbox")),
       .orders = db_->CommittedRows("orders"),
   };
+}
+
+absl::StatusOr<HostTransaction> HostTransactionTest::BeginHost() {
+  return BeginHostTransaction(*db_, *engine_, borrowed_);
 }
 
 bool HostTransactionTest::AwaitRunEnded(const RunId& run,

@@ -67,6 +67,15 @@ std::unique_ptr<HostDatabase> MakeHostDatabase(std::string_view kind,
 std::unique_ptr<HostDatabase> ConnectHostDatabase(std::string_view kind,
                                                   const std::string& location);
 
+// The payload every test enqueues: {"order": id}.
+Json Order(std::string_view id);
+
+// Begins a transaction on `db`'s host connection, borrows the connection
+// into `borrowed` (which must outlive the result) and returns the engine's
+// handle on that transaction.
+absl::StatusOr<HostTransaction> BeginHostTransaction(
+    HostDatabase& db, Engine& engine, std::unique_ptr<Backend>& borrowed);
+
 // The job every test enqueues: it copies its payload's "order" into its
 // output; `write_order` makes it also insert that order with its completion.
 Job OrderJob(bool write_order, HostDatabase* db);
@@ -88,9 +97,12 @@ class HostTransactionTest : public ::testing::TestWithParam<std::string> {
   Totals Snapshot();
   // Waits until the run ended (true) or `timeout` passed.
   bool AwaitRunEnded(const RunId& run, absl::Duration timeout);
+  // BeginHostTransaction on this test's database and engine.
+  absl::StatusOr<HostTransaction> BeginHost();
 
   std::unique_ptr<HostDatabase> db_;
   std::unique_ptr<Engine> engine_;
+  std::unique_ptr<Backend> borrowed_;  // BeginHost's
 };
 
 }  // namespace sluice::testing

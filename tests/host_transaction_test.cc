@@ -18,12 +18,6 @@ namespace {
 
 using ::testing::HasSubstr;
 
-Json Order(std::string_view id) {
-  boost::json::object payload;
-  payload["order"] = id;
-  return Json(std::move(payload));
-}
-
 TEST_P(HostTransactionTest, Commit_RunExistsAndAWorkerCompletesIt) {
   // A worker already idle on the queue, polling rarely: on SQLite only
   // Committed() wakes it in time, on Postgres the NOTIFY delivered at the
@@ -34,19 +28,17 @@ TEST_P(HostTransactionTest, Commit_RunExistsAndAWorkerCompletesIt) {
                             .sweep_interval = absl::ZeroDuration()});
   ASSERT_TRUE(worker.ok()) << worker.status();
 
-  ASSERT_TRUE(db_->Exec(db_->begin_sql()).ok());
+  absl::StatusOr<HostTransaction> host = BeginHost();
+  ASSERT_TRUE(host.ok()) << host.status();
   ASSERT_TRUE(db_->Exec("INSERT INTO orders (id) VALUES ('o1')").ok());
-  absl::StatusOr<std::unique_ptr<Backend>> borrowed = db_->Borrow();
-  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
-  HostTransaction host = engine_->WithHostTransaction(**borrowed);
-  absl::StatusOr<EnqueueResult> job = host.Enqueue("order_job", Order("o1"));
+  absl::StatusOr<EnqueueResult> job = host->Enqueue("order_job", Order("o1"));
   ASSERT_TRUE(job.ok()) << job.status();
   EXPECT_FALSE(job->duplicate);
   // Not committed yet: nobody else sees the run or the host's row.
   EXPECT_EQ(Snapshot(), Totals{});
 
   ASSERT_TRUE(db_->Exec("COMMIT").ok());
-  if (db_->kind() == "sqlite") host.Committed();
+  if (db_->kind() == "sqlite") host->Committed();
   EXPECT_EQ(db_->CommittedRows(db_->SluiceTable("runs")), 1);
   EXPECT_EQ(db_->CommittedRows("orders"), 1);
 
@@ -62,17 +54,15 @@ TEST_P(HostTransactionTest, Commit_RunExistsAndAWorkerCompletesIt) {
 
 TEST_P(HostTransactionTest, Rollback_NothingOfTheRunExists) {
   Totals before = Snapshot();
-  ASSERT_TRUE(db_->Exec(db_->begin_sql()).ok());
+  absl::StatusOr<HostTransaction> host = BeginHost();
+  ASSERT_TRUE(host.ok()) << host.status();
   ASSERT_TRUE(db_->Exec("INSERT INTO orders (id) VALUES ('o1')").ok());
-  absl::StatusOr<std::unique_ptr<Backend>> borrowed = db_->Borrow();
-  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
-  HostTransaction host = engine_->WithHostTransaction(**borrowed);
-  ASSERT_TRUE(host.Enqueue("order_job", Order("o1")).ok());
+  ASSERT_TRUE(host->Enqueue("order_job", Order("o1")).ok());
   ASSERT_TRUE(
-      host.Enqueue("order_job", Order("o2"), {.dedupe = Dedupe{.key = "o2"}})
+      host->Enqueue("order_job", Order("o2"), {.dedupe = Dedupe{.key = "o2"}})
           .ok());
   ASSERT_TRUE(db_->Exec("ROLLBACK").ok());
-  host.RolledBack();
+  host->RolledBack();
 
   EXPECT_EQ(Snapshot(), before);
   EXPECT_EQ(db_->CommittedRows(db_->SluiceTable("dedupe")), 0);
@@ -90,41 +80,37 @@ TEST_P(HostTransactionTest, Rollback_NothingOfTheRunExists) {
 }
 
 TEST_P(HostTransactionTest, FailedCall_LeavesTheHostTransactionUsable) {
-  ASSERT_TRUE(db_->Exec(db_->begin_sql()).ok());
+  absl::StatusOr<HostTransaction> host = BeginHost();
+  ASSERT_TRUE(host.ok()) << host.status();
   ASSERT_TRUE(db_->Exec("INSERT INTO orders (id) VALUES ('o1')").ok());
-  absl::StatusOr<std::unique_ptr<Backend>> borrowed = db_->Borrow();
-  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
-  HostTransaction host = engine_->WithHostTransaction(**borrowed);
   // Refused in the database (no such job): its savepoint is rolled back.
   absl::StatusOr<EnqueueResult> missing =
-      host.Enqueue("no_such_job", Order("x"));
+      host->Enqueue("no_such_job", Order("x"));
   EXPECT_TRUE(absl::IsNotFound(missing.status())) << missing.status();
   // Refused before any database access.
   absl::StatusOr<EnqueueResult> bad =
-      host.Enqueue("order_job", Order("x"), {.priority = 100'000});
+      host->Enqueue("order_job", Order("x"), {.priority = 100'000});
   EXPECT_TRUE(absl::IsInvalidArgument(bad.status())) << bad.status();
   ASSERT_TRUE(db_->Exec("INSERT INTO orders (id) VALUES ('o2')").ok());
-  absl::StatusOr<EnqueueResult> job = host.Enqueue("order_job", Order("o2"));
+  absl::StatusOr<EnqueueResult> job = host->Enqueue("order_job", Order("o2"));
   ASSERT_TRUE(job.ok()) << job.status();
   ASSERT_TRUE(db_->Exec("COMMIT").ok());
-  host.Committed();
+  host->Committed();
   EXPECT_EQ(db_->CommittedRows("orders"), 2);
   EXPECT_EQ(db_->CommittedRows(db_->SluiceTable("runs")), 1);
 }
 
 TEST_P(HostTransactionTest, StartRunAndEnqueueMany_CommitWithTheHost) {
-  ASSERT_TRUE(db_->Exec(db_->begin_sql()).ok());
-  absl::StatusOr<std::unique_ptr<Backend>> borrowed = db_->Borrow();
-  ASSERT_TRUE(borrowed.ok()) << borrowed.status();
-  HostTransaction host = engine_->WithHostTransaction(**borrowed);
-  ASSERT_TRUE(host.StartRun("order_job", Order("a")).ok());
+  absl::StatusOr<HostTransaction> host = BeginHost();
+  ASSERT_TRUE(host.ok()) << host.status();
+  ASSERT_TRUE(host->StartRun("order_job", Order("a")).ok());
   std::vector<Engine::EnqueueItem> items = {{Order("b"), {}}, {Order("c"), {}}};
   absl::StatusOr<std::vector<EnqueueResult>> many =
-      host.EnqueueMany("order_job", items);
+      host->EnqueueMany("order_job", items);
   ASSERT_TRUE(many.ok()) << many.status();
-  ASSERT_TRUE(host.Enqueue(OrderJob(false, db_.get()), Order("d")).ok());
+  ASSERT_TRUE(host->Enqueue(OrderJob(false, db_.get()), Order("d")).ok());
   ASSERT_TRUE(db_->Exec("COMMIT").ok());
-  host.Committed();
+  host->Committed();
   EXPECT_EQ(db_->CommittedRows(db_->SluiceTable("runs")), 4);
   EXPECT_EQ(db_->CommittedRows(db_->MessagesTable("orders_q", false)), 4);
 }

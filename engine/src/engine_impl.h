@@ -67,6 +67,11 @@ inline const std::string& AliasOf(const FlowRecord& flow) {
 absl::Status DeleteRunsAndKeys(Transaction& tx,
                                std::span<const RunRecord> runs);
 
+// Reads one run locked for update, without payloads; kNotFound if it doesn't
+// exist, its message starting with `prefix` (a caller's "Signal: ").
+absl::StatusOr<RunRecord> LockRun(Transaction& tx, const RunId& run_id,
+                                  std::string_view prefix = "");
+
 class Engine::Impl {
  public:
   Impl(Backend& backend, EngineOptions options);

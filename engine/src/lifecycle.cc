@@ -15,19 +15,6 @@
 namespace sluice {
 namespace {
 
-// Reads one run (locked, without payloads); kNotFound if it doesn't exist.
-absl::StatusOr<RunRecord> LockRun(Transaction& tx, const RunId& run_id) {
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      tx.GetRuns(std::span(&run_id, 1), LockMode::kForUpdate,
-                 Fields::kNoPayloads));
-  if (runs.empty() || !runs[0]) {
-    return absl::NotFoundError(
-        StrCat("run ", run_id.ToString(), " does not exist"));
-  }
-  return std::move(*runs[0]);
-}
-
 bool Reopens(StepStatus status) {
   return status == StepStatus::kFailed || status == StepStatus::kCancelled;
 }

@@ -69,17 +69,23 @@ absl::Status DeleteRunsAndKeys(Transaction& tx,
   return absl::OkStatus();
 }
 
-absl::Status Engine::RemoveRun(const RunId& run_id) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+absl::StatusOr<RunRecord> LockRun(Transaction& tx, const RunId& run_id,
+                                  std::string_view prefix) {
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
-      tx->GetRuns(std::span(&run_id, 1), LockMode::kForUpdate,
-                  Fields::kNoPayloads));
+      tx.GetRuns(std::span(&run_id, 1), LockMode::kForUpdate,
+                 Fields::kNoPayloads));
   if (runs.empty() || !runs[0]) {
     return absl::NotFoundError(
-        StrCat("run ", run_id.ToString(), " does not exist"));
+        StrCat(prefix, "run ", run_id.ToString(), " does not exist"));
   }
-  if (!IsTerminal(runs[0]->status)) {
+  return std::move(*runs[0]);
+}
+
+absl::Status Engine::RemoveRun(const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id));
+  if (!IsTerminal(run.status)) {
     SLUICE_ASSIGN_OR_RETURN(
         std::vector<TaskRecord> unfinished,
         tx->GetUnfinishedTasks(run_id, std::nullopt, Fields::kNoPayloads));
@@ -92,7 +98,7 @@ absl::Status Engine::RemoveRun(const RunId& run_id) {
                  "ended"));
     }
   }
-  SLUICE_RETURN_IF_ERROR(DeleteRunsAndKeys(*tx, std::span(&*runs[0], 1)));
+  SLUICE_RETURN_IF_ERROR(DeleteRunsAndKeys(*tx, std::span(&run, 1)));
   return impl_->Commit(*tx, {});
 }
 

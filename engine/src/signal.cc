@@ -120,15 +120,7 @@ absl::StatusOr<SignalOutcome> Engine::Signal(const RunId& run_id,
   SLUICE_RETURN_IF_ERROR(ValidateSignal(run_id, step_slug, payload,
                                         impl_->options().max_payload_bytes));
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      tx->GetRuns(std::span(&run_id, 1), LockMode::kForUpdate,
-                  Fields::kNoPayloads));
-  if (runs.empty() || !runs[0]) {
-    return absl::NotFoundError(
-        StrCat("Signal: run ", run_id.ToString(), " does not exist"));
-  }
-  const RunRecord& run = *runs[0];
+  SLUICE_ASSIGN_OR_RETURN(RunRecord run, LockRun(*tx, run_id, "Signal: "));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
                           impl_->FlowFor(*tx, run.flow_slug));
   SLUICE_ASSIGN_OR_RETURN(const CompiledStep* step,
