@@ -26,9 +26,11 @@ foreach(input IN LISTS INPUTS)
   endif()
   file(SHA256 "${input}" digest)
   string(SUBSTRING "${digest}" 0 16 digest)
-  # 40 bytes a line: "0xab, " each.
+  # "0xab, " a byte, 12 a line (CMake's regex has no {n}: repeat the
+  # pattern).
   string(REGEX REPLACE "([0-9a-f][0-9a-f])" "0x\\1, " bytes "${hex}")
-  string(REGEX REPLACE "((0x[0-9a-f][0-9a-f], ){40})" "\\1\n    " bytes "${bytes}")
+  string(REPEAT "0x[0-9a-f][0-9a-f], " 12 line)
+  string(REGEX REPLACE "(${line})" "\\1\n    " bytes "${bytes}")
   string(APPEND arrays
     "// ${name}\nconstexpr unsigned char kFile${index}[] = {\n    ${bytes}};\n\n")
   string(APPEND entries

@@ -5,7 +5,8 @@ protocol.
   dashboard_browser_test.py --server PATH --screenshots DIR
       Starts the test server (tests/support/dashboard_test_server_main.cc),
       loads the overview and a run page while the run is held, releases it
-      and waits for the page to show it completed without a reload, then
+      and waits for the page to show it completed without a reload (once
+      with server-sent events, once with the page polling), then
       clicks retry on a failed run without the token (refused, run
       unchanged) and with it (queued again). Saves screenshots in DIR.
 
@@ -180,6 +181,11 @@ def test_overview(browser, base, out):
     browser.screenshot(os.path.join(out, "overview.png"))
 
 
+def release(server, run_id):
+    server.stdin.write(f"release {run_id}\n")
+    server.stdin.flush()
+
+
 def test_run_completes_live(browser, base, server, held_run, out):
     browser.navigate(f"{base}/runs/{held_run}")
     browser.wait_for(
@@ -195,13 +201,12 @@ def test_run_completes_live(browser, base, server, held_run, out):
     check(browser.evaluate("document.querySelector('.truncated-marker') "
                            "!== null"),
           "the large input shows a truncation marker")
-    browser.screenshot(os.path.join(out, "run-in-flight.png"))
     browser.wait_for(text_of("#live") + " === 'live'",
                      "the page's event stream to connect")
+    browser.screenshot(os.path.join(out, "run-in-flight.png"))
     # A marker that a reload would wipe.
     browser.evaluate("window.sluiceNoReload = true")
-    server.stdin.write("release\n")
-    server.stdin.flush()
+    release(server, held_run)
     browser.wait_for(text_of("#run-status") + " === 'completed'",
                      "the run page to show completed")
     check(browser.evaluate("window.sluiceNoReload === true"),
@@ -211,6 +216,27 @@ def test_run_completes_live(browser, base, server, held_run, out):
         ".dataset.status") == "completed",
           "the graph shows the last step completed")
     browser.screenshot(os.path.join(out, "run-completed.png"))
+
+
+def test_run_completes_by_polling(browser, base, server, held_run):
+    """Without EventSource the page polls, and still follows the run."""
+    script = browser.call("Page.addScriptToEvaluateOnNewDocument",
+                          source="delete window.EventSource;")
+    try:
+        browser.navigate(f"{base}/runs/{held_run}")
+        browser.wait_for(text_of("#run-status") + " === 'started'",
+                         "the second held run's page")
+    finally:
+        browser.call("Page.removeScriptToEvaluateOnNewDocument",
+                     identifier=script["identifier"])
+    check(browser.evaluate(text_of("#live")) == "polling",
+          "without server-sent events the page polls")
+    browser.evaluate("window.sluiceNoReload = true")
+    release(server, held_run)
+    browser.wait_for(text_of("#run-status") + " === 'completed'",
+                     "the polling page to show completed")
+    check(browser.evaluate("window.sluiceNoReload === true"),
+          "the polling page showed completed without a reload")
 
 
 def click_retry(browser, token):
@@ -238,6 +264,15 @@ def test_retry_needs_token(browser, base, failed_run, token, out):
     check(after["status"] == "failed" and after == before,
           "the refused retry changed nothing")
     browser.screenshot(os.path.join(out, "retry-refused.png"))
+
+    click_retry(browser, "not-the-token")
+    refusal = browser.wait_for(
+        "(() => { const e = document.querySelector("
+        "'[data-outcome=refused][data-status=\"403\"]'); "
+        "return e && e.textContent; })()",
+        "the refusal of a wrong token")
+    check(api_run(base, failed_run) == before,
+          f"retry with a wrong token is refused ({refusal}), run unchanged")
 
     click_retry(browser, token)
     browser.wait_for("document.querySelector('[data-outcome=ok]') !== null",
@@ -268,8 +303,10 @@ def run_test(args, chromium):
         base = ready["url"]
         browser = Browser(chromium)
         test_overview(browser, base, args.screenshots)
-        test_run_completes_live(browser, base, server, ready["held_run"],
-                                args.screenshots)
+        test_run_completes_live(browser, base, server,
+                                ready["held_runs"][0], args.screenshots)
+        test_run_completes_by_polling(browser, base, server,
+                                      ready["held_runs"][1])
         test_retry_needs_token(browser, base, ready["failed_run"],
                                ready["token"], args.screenshots)
     finally:

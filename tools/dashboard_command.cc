@@ -174,9 +174,12 @@ void AddDashboardCommand(CLI::App& app, Outcome& outcome) {
                    "port to listen on (0: a free one, printed)")
       ->capture_default_str()
       ->check(CLI::Range(0, 65535));
-  command->add_option("--token", args->token,
-                      "bearer token that cancel, retry and delete need "
-                      "(none: a read-only dashboard)");
+  // The environment keeps the token out of `ps` listings.
+  command
+      ->add_option("--token", args->token,
+                   "bearer token that cancel, retry and delete need (none: "
+                   "a read-only dashboard)")
+      ->envname("SLUICE_DASHBOARD_TOKEN");
   command->callback([&outcome, args] { outcome.exit_code = Dashboard(*args); });
 }
 

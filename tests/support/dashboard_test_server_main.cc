@@ -3,20 +3,22 @@
 // and a token.
 //
 //   dashboard_held:   fetch -> render (map of 3) -> hold -> publish,
-//                     with audit beside render. `hold` waits until this
-//                     program reads "release" on stdin.
+//                     with audit beside render. Two runs, each held in
+//                     `hold` until "release RUN" is read on stdin.
 //   dashboard_flaky:  charge, which fails its first attempt (no retries),
 //                     so its first run fails and a retried run completes.
 //   dashboard_orphan: deployed with one run but no worker (an unserved
 //                     queue).
 //
-// Once the held run's `hold` handler runs, it prints one JSON line:
-// {"url", "token", "held_run", "failed_run"}. Then it reads stdin:
-// "release" lets `hold` finish; end of input stops it.
+// Once both held runs wait in `hold`, it prints one JSON line:
+// {"url", "token", "held_runs": [two ids], "failed_run"}. Then it reads
+// stdin: "release RUN" lets that run through `hold`; end of input lets
+// every run through and stops it.
 #include <atomic>
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 
 #include "absl/synchronization/mutex.h"
@@ -34,31 +36,43 @@ namespace {
 constexpr char kToken[] = "browser-test-token";
 constexpr absl::Duration kDeadline = absl::Seconds(60);
 
-// The gate `hold` waits at, and whether it has been reached.
+// The gate `hold` waits at: "release RUN" lets that run through.
 class Gate {
  public:
   void Reach() {
     absl::MutexLock lock(&mu_);
-    reached_ = true;
+    ++reached_;
   }
-  bool AwaitReached() {
+  bool AwaitReached(int runs) {
     absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(&reached_), kDeadline);
+    auto reached = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return reached_ >= runs;
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&reached), kDeadline);
   }
-  void Open() {
+  void Release(const std::string& run) {
     absl::MutexLock lock(&mu_);
-    open_ = true;
+    released_.insert(run);
   }
-  // Waits (bounded, so that a lost test cannot hang the worker for good).
-  bool AwaitOpen() {
+  void ReleaseAll() {
     absl::MutexLock lock(&mu_);
-    return mu_.AwaitWithTimeout(absl::Condition(&open_), absl::Minutes(5));
+    all_released_ = true;
+  }
+  // Waits until `run` is released (bounded, so that a lost test cannot
+  // hang the worker for good).
+  bool AwaitRelease(const std::string& run) {
+    absl::MutexLock lock(&mu_);
+    auto released = [&]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return all_released_ || released_.contains(run);
+    };
+    return mu_.AwaitWithTimeout(absl::Condition(&released), absl::Minutes(5));
   }
 
  private:
   absl::Mutex mu_;
-  bool reached_ ABSL_GUARDED_BY(mu_) = false;
-  bool open_ ABSL_GUARDED_BY(mu_) = false;
+  int reached_ ABSL_GUARDED_BY(mu_) = 0;
+  std::set<std::string> released_ ABSL_GUARDED_BY(mu_);
+  bool all_released_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 Flow HeldFlow(Gate& gate) {
@@ -76,9 +90,11 @@ Flow HeldFlow(Gate& gate) {
               return Json("ok");
             })
       .Step("hold", {.depends_on = {"render"}},
-            [&gate](const Json&, TaskContext&) -> absl::StatusOr<Json> {
+            [&gate](const Json&, TaskContext& ctx) -> absl::StatusOr<Json> {
               gate.Reach();
-              if (!gate.AwaitOpen()) return NonRetryable("never released");
+              if (!gate.AwaitRelease(ctx.run_id().ToString())) {
+                return NonRetryable("never released");
+              }
               return Json("released");
             })
       .Step("publish", {.depends_on = {"hold", "audit"}},
@@ -164,11 +180,17 @@ int Serve() {
   if (*status != RunStatus::kFailed) {
     return Fail(absl::InternalError("the flaky run did not fail"));
   }
-  // A large input, to show the viewer's truncation marker.
-  absl::StatusOr<RunId> run = (*engine)->StartRun(
-      "dashboard_held", boost::json::object{{"note", std::string(20000, 'x')}});
-  if (!run.ok()) return Fail(run.status());
-  if (!gate.AwaitReached()) {
+  // Two held runs (one for a page with live events, one for a page that
+  // polls), with a large input to show the viewer's truncation marker.
+  boost::json::array held_runs;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<RunId> run = (*engine)->StartRun(
+        "dashboard_held",
+        boost::json::object{{"note", std::string(20000, 'x')}});
+    if (!run.ok()) return Fail(run.status());
+    held_runs.push_back(Json(run->ToString()));
+  }
+  if (!gate.AwaitReached(2)) {
     return Fail(absl::DeadlineExceededError("hold was never reached"));
   }
 
@@ -180,15 +202,15 @@ int Serve() {
   boost::json::object ready{
       {"url", "http://127.0.0.1:" + std::to_string((*admin)->port())},
       {"token", kToken},
-      {"held_run", run->ToString()},
+      {"held_runs", held_runs},
       {"failed_run", failed->ToString()}};
   std::printf("%s\n", boost::json::serialize(ready).c_str());
   std::fflush(stdout);
 
   for (std::string line; std::getline(std::cin, line);) {
-    if (line == "release") gate.Open();
+    if (line.starts_with("release ")) gate.Release(line.substr(8));
   }
-  gate.Open();
+  gate.ReleaseAll();
   (*admin)->Stop();
   absl::Status a = (*held_worker)->Stop();
   absl::Status b = (*flaky_worker)->Stop();

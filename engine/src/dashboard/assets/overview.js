@@ -57,7 +57,9 @@ function queuesTable(queues, now) {
       'tr', {class: q.unserved ? 'unserved' : null, 'data-queue': q.queue},
       el('td', null, q.queue,
          q.unserved ? el('span', {class: 'badge status-failed'}, 'no worker')
-                    : null),
+                    : null,
+         q.paused ? el('span', {class: 'badge status-cancelled'}, 'paused')
+                  : null),
       ['waiting', 'delayed', 'active', 'parked', 'failed', 'completed',
        'cancelled'].map((k) => el('td', {class: `num count-${k}`},
                                  q[k] === undefined ? '' : String(q[k]))),

@@ -72,7 +72,8 @@ function draw(body, data, app, reload) {
                 jsonView(run.input, 'input')),
              el('div', null, el('h2', null, 'Output'),
                 run.output === null || run.output === undefined ?
-                    el('p', {class: 'muted'}, 'none yet') :
+                    el('p', {class: 'muted'},
+                       run.status === 'started' ? 'none yet' : 'none') :
                     jsonView(run.output, 'output'))));
 }
 
@@ -83,16 +84,22 @@ function summary(run) {
             item('Flow',
                  el('a', {href: `/runs?flow=${encodeURIComponent(run.flow)}`,
                           'data-nav': true}, run.flow),
-                 run.version ? el('span', {class: 'muted'},
-                                  ` (${run.version})`) : null),
+                 run.version && run.version !== run.flow ?
+                     el('span', {class: 'muted'}, ` (version ${run.version})`) :
+                     null),
             item('Queue', run.queue || ''),
-            item('Created', formatTime(run.created_at)),
-            item('Started', formatTime(run.started_at)),
-            item('Finished', formatTime(run.finished_at)),
+            item('Created', utc(run.created_at)),
+            item('Started', utc(run.started_at)),
+            item('Finished', utc(run.finished_at)),
             item('Took', between(run.started_at || run.created_at,
                                  run.finished_at)),
             run.error ? item('Error', el('span', {class: 'error-text'},
                                          run.error)) : null);
+}
+
+function utc(value) {
+  const text = formatTime(value);
+  return text ? `${text} UTC` : '';
 }
 
 function stepsTable(steps) {
