@@ -3,7 +3,11 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/ascii.h"
 #include "engine_impl.h"
 #include "queue_registry.h"
 #include "run_options.h"
@@ -166,6 +170,50 @@ void Engine::Impl::PublishCommitted(TransactionEffects effects) {
 Engine::Engine(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Engine::~Engine() = default;
 
+namespace {
+
+// A store name of EngineOptions (store_name, a key of stores).
+absl::Status CheckStoreName(std::string_view what, std::string_view name) {
+  bool ok = !name.empty() && name.size() <= 64;
+  for (char c : name) {
+    ok = ok && (absl::ascii_isalnum(static_cast<unsigned char>(c)) ||
+                c == '_' || c == '.' || c == ':' || c == '-');
+  }
+  if (ok) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      StrCat("engine options: ", what, " \"", name,
+             "\" must be 1..64 characters of [A-Za-z0-9_.:-]"));
+}
+
+absl::Status CheckStores(const EngineOptions& options, const Backend& own) {
+  if (options.stores.empty()) {
+    if (options.store_name.empty()) return absl::OkStatus();
+    return CheckStoreName("store_name", options.store_name);
+  }
+  if (options.store_name.empty()) {
+    return absl::InvalidArgumentError(
+        "engine options: stores are set but store_name is empty; children "
+        "in another store name their parent's store by it");
+  }
+  SLUICE_RETURN_IF_ERROR(CheckStoreName("store_name", options.store_name));
+  for (const auto& [name, backend] : options.stores) {
+    SLUICE_RETURN_IF_ERROR(CheckStoreName("stores key", name));
+    if (name == options.store_name) {
+      return absl::InvalidArgumentError(
+          StrCat("engine options: stores names \"", name,
+                 "\", this engine's own store_name"));
+    }
+    if (backend == nullptr || backend == &own) {
+      return absl::InvalidArgumentError(
+          StrCat("engine options: store \"", name, "\" is ",
+                 backend == nullptr ? "null" : "this engine's own backend"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Backend& backend,
                                                        EngineOptions options) {
   if (backend.interface_version() != Backend::kInterfaceVersion) {
@@ -187,8 +235,35 @@ absl::StatusOr<std::unique_ptr<Engine>> Engine::Create(Backend& backend,
                absl::FormatDuration(options.worker_retention),
                " must be positive (InfiniteDuration() keeps every row)"));
   }
-  return std::unique_ptr<Engine>(
-      new Engine(std::make_unique<Impl>(backend, std::move(options))));
+  SLUICE_RETURN_IF_ERROR(CheckStores(options, backend));
+  // A peer engine creates, reads and cancels children in its store; it
+  // shares the clock and log, and knows no stores of its own.
+  std::vector<std::pair<std::string, std::unique_ptr<Engine>>> peers;
+  for (const auto& [name, peer_backend] : options.stores) {
+    EngineOptions peer_options;
+    peer_options.clock = options.clock;
+    peer_options.log = options.log;
+    peer_options.report_stale_after = options.report_stale_after;
+    peer_options.max_payload_bytes = options.max_payload_bytes;
+    peer_options.max_fan_out_depth = options.max_fan_out_depth;
+    peer_options.store_name = name;
+    absl::StatusOr<std::unique_ptr<Engine>> peer =
+        Create(*peer_backend, std::move(peer_options));
+    if (!peer.ok()) {
+      return absl::Status(peer.status().code(),
+                          StrCat("engine options: store \"", name,
+                                 "\": ", peer.status().message()));
+    }
+    peers.emplace_back(name, *std::move(peer));
+  }
+  auto impl = std::make_unique<Impl>(backend, std::move(options));
+  for (auto& [name, peer] : peers) impl->AddPeer(name, std::move(peer));
+  return std::unique_ptr<Engine>(new Engine(std::move(impl)));
+}
+
+Engine* Engine::Impl::Peer(std::string_view name) const {
+  auto it = peers_.find(std::string(name));
+  return it == peers_.end() ? nullptr : it->second.get();
 }
 
 Clock& Engine::clock() const { return impl_->clock(); }

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -137,6 +138,15 @@ class Engine::Impl {
     return span_ids_;
   }
 
+  // The engine on the peer store `name` (EngineOptions::stores), or null.
+  Engine* Peer(std::string_view name) const;
+  const std::map<std::string, std::unique_ptr<Engine>>& peers() const {
+    return peers_;
+  }
+  void AddPeer(std::string name, std::unique_ptr<Engine> peer) {
+    peers_.emplace(std::move(name), std::move(peer));
+  }
+
   // PauseQueue / ResumeQueue (queue_admin.cc).
   absl::Status SetPaused(std::string_view queue, bool paused);
 
@@ -153,6 +163,8 @@ class Engine::Impl {
   EventPublisher events_;
   QueueSignals signals_;
   MetricsRegistry metrics_;
+  // Engines on the peer stores of cross-store children, by name.
+  std::map<std::string, std::unique_ptr<Engine>> peers_;
   std::shared_ptr<std::atomic<uint64_t>> span_ids_ =
       std::make_shared<std::atomic<uint64_t>>(0);
   struct CachedFlow {

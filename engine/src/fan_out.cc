@@ -1,5 +1,7 @@
 // Fan-out: StepResult, child ids, the parent envelope, the child report and
 // the ack of a FanOut result (docs/decisions/0028-fan-out-children.md).
+#include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -146,13 +148,9 @@ absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
                                           const ChildSpec& child, int depth,
                                           bool fail_fast, absl::Time now,
                                           std::string_view traceparent) {
-  const std::string owner =
-      StrCat("fan-out child ", index, " (\"", child.name, "\")");
-  if (!child.store.empty()) {
-    return absl::InvalidArgumentError(
-        StrCat(owner, ": store \"", child.store,
-               "\": children in another store are not supported yet"));
-  }
+  const std::string owner = StrCat(
+      "fan-out child ", index, " (\"", child.name, "\")",
+      child.store.empty() ? "" : StrCat(" in store \"", child.store, "\""));
   EnqueueOptions options = child.options;
   options.id.reset();  // the derived id is the idempotency
   options.dedupe.reset();
@@ -179,6 +177,7 @@ absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
   ChildLinkRecord link;
   link.parent = parent;
   link.child_index = index;
+  link.child_store = child.store;
   link.child_run_id = ChildRunId(parent, index);
   link.pending_since = now;
   link.spec = boost::json::object{{"name", child.name},
@@ -192,10 +191,47 @@ absl::StatusOr<ChildLinkRecord> PlanChild(Engine::Impl& impl, Transaction& tx,
   return link;
 }
 
+// Plans each child in the store it will live in: its name resolves there.
+// The peers' transactions only read, and roll back when this returns.
+class ChildPlanner {
+ public:
+  ChildPlanner(Engine::Impl& impl, Transaction& tx) : impl_(impl), tx_(tx) {}
+
+  absl::StatusOr<ChildLinkRecord> Plan(const TaskKey& parent, int index,
+                                       const ChildSpec& child, int depth,
+                                       bool fail_fast, absl::Time now,
+                                       std::string_view traceparent) {
+    if (child.store.empty()) {
+      return PlanChild(impl_, tx_, parent, index, child, depth, fail_fast, now,
+                       traceparent);
+    }
+    Engine* peer = impl_.Peer(child.store);
+    if (peer == nullptr) {
+      return absl::InvalidArgumentError(
+          StrCat("fan-out child ", index, " (\"", child.name, "\"): store \"",
+                 child.store, "\" is not one of EngineOptions::stores",
+                 impl_.peers().empty() ? " (none is set)" : ""));
+    }
+    std::unique_ptr<Transaction>& tx = peer_txs_[child.store];
+    if (tx == nullptr) {
+      // Unreachable: not a refusal; the attempt fails and is retried.
+      SLUICE_ASSIGN_OR_RETURN(tx, peer->impl().Begin());
+    }
+    return PlanChild(peer->impl(), *tx, parent, index, child, depth, fail_fast,
+                     now, traceparent);
+  }
+
+ private:
+  Engine::Impl& impl_;
+  Transaction& tx_;
+  std::map<std::string, std::unique_ptr<Transaction>> peer_txs_;
+};
+
 }  // namespace
 
 absl::Status CreateChildRun(Engine::Impl& impl, Transaction& tx,
-                            const ChildLinkRecord& link, absl::Time now,
+                            const ChildLinkRecord& link,
+                            std::string_view parent_store, absl::Time now,
                             WriteBatch& writes, TransactionEffects& effects) {
   if (!link.spec.is_object()) {
     return absl::DataLossError(StrCat("child link ", link.child_index,
@@ -213,7 +249,8 @@ absl::Status CreateChildRun(Engine::Impl& impl, Transaction& tx,
     options = o->as_object();
   }
   options[kParentKey] = EnvelopeToJson(
-      ParentEnvelope{.parent = link.parent,
+      ParentEnvelope{.store = std::string(parent_store),
+                     .parent = link.parent,
                      .child_index = link.child_index,
                      .depth = static_cast<int>(IntOr(spec, "depth", 1))});
   settings.options = std::move(options);
@@ -232,19 +269,28 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
                                     int attempt, const FanOut& fan_out) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   const absl::Time now = impl.Now();
+  // The run first, locked: a CancelRun (which locks it too) then either
+  // sees the task parked or is seen here as the task's cancel request,
+  // never lost to this update (docs/decisions/0039).
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx->GetRuns(std::span(&key.run_id, 1), LockMode::kForUpdate,
+                  Fields::kNoPayloads));
+  FanOutAck ack;
+  if (!runs[0]) return ack;
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<TaskRecord>> tasks,
       tx->GetTasks(std::span(&key, 1), Fields::kNoPayloads));
-  FanOutAck ack;
   if (!tasks[0] || tasks[0]->status != TaskStatus::kStarted ||
       tasks[0]->attempts != attempt) {
     return ack;  // stale: another attempt or path owns the task
   }
   TaskRecord& task = *tasks[0];
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<RunRecord>> runs,
-                          tx->GetRuns(std::span(&key.run_id, 1),
-                                      LockMode::kNone, Fields::kNoPayloads));
-  if (!runs[0]) return ack;
+  if (task.cancel_requested) {
+    // Its run is being cancelled: the cancel wins, nothing is spawned.
+    ack.cancel_requested = true;
+    return ack;
+  }
   std::optional<ParentEnvelope> own = EnvelopeOf(runs[0]->options);
   const int depth = own ? own->depth + 1 : 1;
   if (depth > impl.options().max_fan_out_depth) {
@@ -266,10 +312,11 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
   const std::vector<ChildLinkRecord>& existing = *found;
   std::vector<ChildLinkRecord> links;
   links.reserve(fan_out.children.size());
+  ChildPlanner planner(impl, *tx);
   for (size_t i = 0; existing.empty() && i < fan_out.children.size(); ++i) {
     absl::StatusOr<ChildLinkRecord> link =
-        PlanChild(impl, *tx, key, static_cast<int>(i), fan_out.children[i],
-                  depth, fan_out.fail_fast, now, TraceparentOf(task.options));
+        planner.Plan(key, static_cast<int>(i), fan_out.children[i], depth,
+                     fan_out.fail_fast, now, TraceparentOf(task.options));
     if (!link.ok()) {
       if (absl::IsInvalidArgument(link.status())) {
         ack.invalid = link.status();
@@ -296,8 +343,12 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
   TransactionEffects effects;
   if (existing.empty()) {
     for (const ChildLinkRecord& link : links) {
+      if (!link.child_store.empty()) {
+        ack.remote.push_back(link);  // created in its store after commit
+        continue;
+      }
       SLUICE_RETURN_IF_ERROR(
-          CreateChildRun(impl, *tx, link, now, writes, effects));
+          CreateChildRun(impl, *tx, link, "", now, writes, effects));
     }
     SLUICE_RETURN_IF_ERROR(tx->InsertChildLinks(std::span(links)));
     SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));

@@ -4,8 +4,11 @@
 #ifndef SLUICE_ENGINE_FAN_OUT_INTERNAL_H_
 #define SLUICE_ENGINE_FAN_OUT_INTERNAL_H_
 
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -53,7 +56,13 @@ std::optional<ChildReport> ChildReportFor(const RunRecord& run,
 struct FanOutAck {
   ResultDisposition disposition = ResultDisposition::kStale;
   absl::Status invalid;
+  // The task's run asked it to stop before its fan-out was recorded: the
+  // caller ends the attempt cancelled, and no child is created.
+  bool cancel_requested = false;
   std::vector<int64_t> report_ids;  // to apply (a parent settled at once)
+  // Links whose children live in another store: created there after the
+  // ack commits (CreateRemoteChildren).
+  std::vector<ChildLinkRecord> remote;
 };
 absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
                                     int attempt, const FanOut& fan_out);
@@ -61,9 +70,37 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
 // Creates the run of one child from its link's spec in `tx` (the ack, and
 // the sweeper re-creating a missing child).
 // The spec says the child's depth and its resolved flow slug.
+// `impl` and `tx` are the child's store's; `parent_store` is the name its
+// envelope gives the parent's store ("" for the same store).
 absl::Status CreateChildRun(Engine::Impl& impl, Transaction& tx,
-                            const ChildLinkRecord& link, absl::Time now,
+                            const ChildLinkRecord& link,
+                            std::string_view parent_store, absl::Time now,
                             WriteBatch& writes, TransactionEffects& effects);
+
+// --- Children in another store (fan_out_stores.cc) ---
+
+// Creates, in their stores, the children of `links` (cross-store links of
+// one or more parents) that do not exist yet, while their parent task still
+// waits and their link is pending. Idempotent: ids are derived.
+absl::Status CreateRemoteChildren(Engine::Impl& impl,
+                                  std::span<const ChildLinkRecord> links);
+
+// Up to `limit` child reports of this store that `relays` accepts, by id,
+// paging past those it does not (reports owed to other stores' parents).
+absl::StatusOr<std::vector<ChildReport>> PeekReportsFor(
+    Transaction& tx, const std::function<bool(const ChildReport&)>& relays,
+    int limit);
+
+// What the sweeper knows of one link's child run, wherever it lives.
+struct ChildState {
+  bool reachable = true;  // false: its store is unknown or did not answer
+  std::optional<RunRecord> run;
+  std::optional<ChildReport> report;  // the run ended: what it would report
+};
+// The child of each link, read through `tx` (same store) or its peer.
+absl::StatusOr<std::vector<ChildState>> ReadChildren(
+    Engine::Impl& impl, Transaction& tx, std::span<const ChildLinkRecord> links,
+    absl::Time now);
 
 // Settles one parked parent task whose links moved, if it can settle: with
 // fail-fast and a failed child it fails (its pending links are cancelled,

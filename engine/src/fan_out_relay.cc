@@ -153,6 +153,19 @@ absl::StatusOr<int> Engine::RelayChildReports(int limit) {
   // neither has work.
   for (int round = 0; round < kMaxRounds; ++round) {
     SLUICE_ASSIGN_OR_RETURN(int relayed, RelayOnce(limit));
+    // Children in other stores: a store that does not answer is logged and
+    // left to the next pass; the others go on.
+    for (const auto& [store, peer] : impl_->peers()) {
+      absl::StatusOr<int> from_peer = RelayPeerOnce(store, *peer, limit);
+      if (from_peer.ok()) {
+        relayed += *from_peer;
+      } else {
+        impl_->Log(LogLevel::kWarning,
+                   StrCat("relay: store \"", store,
+                          "\": ", from_peer.status().ToString(),
+                          "; its reports wait for the next pass"));
+      }
+    }
     SLUICE_ASSIGN_OR_RETURN(int cascaded, CascadeChildCancels(limit));
     consumed += relayed;
     if (relayed == 0 && cascaded == 0) break;
@@ -163,8 +176,15 @@ absl::StatusOr<int> Engine::RelayChildReports(int limit) {
 absl::StatusOr<int> Engine::RelayOnce(int limit) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   const absl::Time now = impl_->Now();
-  absl::StatusOr<std::vector<ChildReport>> peeked =
-      tx->PeekChildReports(0, limit);
+  // Reports owed to a parent in another store are that store's engine's
+  // to relay (RelayPeerOnce there); they stay.
+  const std::string& own = impl_->options().store_name;
+  absl::StatusOr<std::vector<ChildReport>> peeked = PeekReportsFor(
+      *tx,
+      [&own](const ChildReport& r) {
+        return r.parent_store.empty() || r.parent_store == own;
+      },
+      limit);
   if (absl::IsUnimplemented(peeked.status())) return 0;
   if (!peeked.ok()) return peeked.status();
   if (peeked->empty()) return 0;
@@ -194,6 +214,60 @@ absl::StatusOr<int> Engine::RelayOnce(int limit) {
   return static_cast<int>(ids.size());
 }
 
+absl::StatusOr<int> Engine::RelayPeerOnce(const std::string& store,
+                                          Engine& peer, int limit) {
+  // 1. Read what the peer holds for parents here.
+  const std::string& own = impl_->options().store_name;
+  std::vector<ChildReport> peeked;
+  {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx,
+                            peer.impl().Begin());
+    absl::StatusOr<std::vector<ChildReport>> got = PeekReportsFor(
+        *tx, [&own](const ChildReport& r) { return r.parent_store == own; },
+        limit);
+    if (absl::IsUnimplemented(got.status())) return 0;
+    if (!got.ok()) return got.status();
+    peeked = *std::move(got);
+  }
+  if (peeked.empty()) return 0;
+  // 2. Apply them here, in one transaction: a link settles only while
+  // pending, so a report applied before (a crash before step 3) settles
+  // nothing again.
+  std::vector<ChildSettlement> settlements;
+  std::vector<int64_t> ids;
+  for (const ChildReport& report : peeked) {
+    ids.push_back(report.report_id);
+    settlements.push_back(SettlementOf(report));
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<int64_t> report_ids,
+      ApplySettlements(*tx, std::move(settlements), impl_->Now()));
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  // 3. Only now delete them from the peer. If this fails they are applied
+  // again next pass, changing nothing, and deleted then.
+  absl::Status deleted = [&]() -> absl::Status {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> peer_tx,
+                            peer.impl().Begin());
+    SLUICE_RETURN_IF_ERROR(peer_tx->DeleteChildReports(ids));
+    return peer.impl().Commit(*peer_tx, {});
+  }();
+  if (!deleted.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("relay: deleting ", ids.size(),
+                      " applied report(s) in "
+                      "store \"",
+                      store, "\" failed (", deleted.ToString(),
+                      "); they will be applied again, changing nothing"));
+  }
+  if (absl::Status s = ApplyReportsOnly(report_ids).status(); !s.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("relay: applying parent reports failed (", s.ToString(),
+                      "); the sweeper will apply them"));
+  }
+  return static_cast<int>(ids.size());
+}
+
 absl::StatusOr<int> Engine::CascadeChildCancels(int limit) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::StatusOr<std::vector<ChildLinkRecord>> owed =
@@ -202,17 +276,38 @@ absl::StatusOr<int> Engine::CascadeChildCancels(int limit) {
   if (!owed.ok()) return owed.status();
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
   if (owed->empty()) return 0;
+  std::vector<ChildLinkRecord> delivered;
   for (const ChildLinkRecord& link : *owed) {
-    absl::Status s = CancelRunOnly(link.child_run_id, CancelMode::kImmediate);
-    // Ended already, or never created: nothing more is owed.
-    if (!s.ok() && !absl::IsFailedPrecondition(s) && !absl::IsNotFound(s)) {
-      return s;
+    absl::Status s;
+    if (link.child_store.empty()) {
+      s = CancelRunOnly(link.child_run_id, CancelMode::kImmediate);
+    } else if (Engine* peer = impl_->Peer(link.child_store)) {
+      // Its own relay runs there (reports of that store's own parents).
+      s = peer->CancelRun(link.child_run_id, CancelMode::kImmediate);
+    } else {
+      s = absl::FailedPreconditionError("not one of EngineOptions::stores");
+      impl_->Log(LogLevel::kWarning,
+                 StrCat("cascade: store \"", link.child_store, "\" ",
+                        s.message(), "; the cancel stays owed"));
+      continue;
     }
+    // Ended already, or never created: nothing more is owed.
+    if (s.ok() || absl::IsFailedPrecondition(s) || absl::IsNotFound(s)) {
+      delivered.push_back(link);
+      continue;
+    }
+    if (link.child_store.empty()) return s;
+    // Another store that did not answer: the next pass tries again.
+    impl_->Log(LogLevel::kWarning,
+               StrCat("cascade: cancelling child ", link.child_index,
+                      " in store \"", link.child_store, "\" failed (",
+                      s.ToString(), "); the cancel stays owed"));
   }
+  if (delivered.empty()) return 0;
   SLUICE_ASSIGN_OR_RETURN(tx, impl_->Begin());
-  SLUICE_RETURN_IF_ERROR(tx->MarkChildLinksCascaded(*owed));
+  SLUICE_RETURN_IF_ERROR(tx->MarkChildLinksCascaded(delivered));
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
-  return static_cast<int>(owed->size());
+  return static_cast<int>(delivered.size());
 }
 
 absl::StatusOr<int> Engine::RepairChildLinks(int limit) {
@@ -223,31 +318,36 @@ absl::StatusOr<int> Engine::RepairChildLinks(int limit) {
       now - impl_->options().report_stale_after, now, limit);
   if (absl::IsUnimplemented(stale.status())) return 0;
   if (!stale.ok()) return stale.status();
-  std::vector<RunId> ids;
-  for (const ChildLinkRecord& link : *stale) ids.push_back(link.child_run_id);
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<RunRecord>> runs,
-                          tx->GetRuns(ids, LockMode::kNone, Fields::kAll));
+  // Each child wherever it lives; a store that does not answer leaves its
+  // links for the next sweep.
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ChildState> children,
+                          ReadChildren(*impl_, *tx, *stale, now));
   std::vector<ChildSettlement> settlements;
+  std::vector<ChildLinkRecord> remote;  // to create in their stores
   WriteBatch writes;
   TransactionEffects effects;
   for (size_t i = 0; i < stale->size(); ++i) {
     const ChildLinkRecord& link = (*stale)[i];
-    const std::optional<RunRecord>& run = runs[i];
-    if (!run) {
-      // Lost (or deleted by hand): create it again while its parent waits.
+    ChildState& child = children[i];
+    if (!child.reachable) continue;
+    if (!child.run) {
+      // Lost (or deleted by hand, or its store was down after the ack):
+      // create it again while its parent waits.
+      if (!link.child_store.empty()) {
+        remote.push_back(link);  // CreateRemoteChildren re-checks the parent
+        continue;
+      }
       SLUICE_ASSIGN_OR_RETURN(
           std::vector<std::optional<TaskRecord>> parent,
           tx->GetTasks(std::span(&link.parent, 1), Fields::kNoPayloads));
       if (parent[0] && parent[0]->status == TaskStatus::kWaiting) {
         SLUICE_RETURN_IF_ERROR(
-            CreateChildRun(*impl_, *tx, link, now, writes, effects));
+            CreateChildRun(*impl_, *tx, link, "", now, writes, effects));
       }
       continue;
     }
-    if (!IsTerminal(run->status)) continue;  // live: its report will come
-    SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
-                            impl_->FlowFor(*tx, run->flow_slug));
-    std::optional<ChildReport> report = ChildReportFor(*run, *flow, now);
+    // Live: its report will come. Ended: settle as its report would.
+    std::optional<ChildReport>& report = child.report;
     if (!report) continue;
     report->parent = link.parent;
     report->child_index = link.child_index;
@@ -257,6 +357,7 @@ absl::StatusOr<int> Engine::RepairChildLinks(int limit) {
   SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> report_ids,
                           ApplySettlements(*tx, std::move(settlements), now));
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
+  SLUICE_RETURN_IF_ERROR(CreateRemoteChildren(*impl_, remote));
   SLUICE_RETURN_IF_ERROR(ApplyReports(report_ids));
   SLUICE_RETURN_IF_ERROR(RelayChildReports().status());
   return static_cast<int>(stale->size());

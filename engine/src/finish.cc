@@ -398,15 +398,26 @@ absl::Status Engine::FinishFanOut(const TaskResult& result, size_t index,
   SLUICE_ASSIGN_OR_RETURN(
       FanOutAck ack,
       AckFanOut(*impl_, result.key, result.attempt, result.outcome->fan_out()));
-  if (ack.invalid.ok()) {
+  if (ack.invalid.ok() && !ack.cancel_requested) {
     outcome.dispositions[index] = ack.disposition;
     outcome.report_ids.insert(outcome.report_ids.end(), ack.report_ids.begin(),
                               ack.report_ids.end());
+    if (absl::Status s = CreateRemoteChildren(*impl_, ack.remote); !s.ok()) {
+      impl_->Log(LogLevel::kWarning,
+                 StrCat("fan-out: creating children in another store failed (",
+                        s.ToString(), "); the sweeper will create them"));
+    }
     return absl::OkStatus();
   }
-  // Retrying cannot fix a FanOut the engine refuses: fail the attempt.
-  TaskResult failed{result.key, result.attempt,
-                    NonRetryable(ToStd(ack.invalid.message()))};
+  // Retrying cannot fix a FanOut the engine refuses: fail the attempt. A
+  // run that asked the task to stop gets it cancelled (PlanFailure).
+  TaskResult failed{
+      result.key, result.attempt,
+      ack.cancel_requested
+          ? absl::CancelledError(
+                "cancelled: its run asked it to stop before its fan-out "
+                "was recorded")
+          : NonRetryable(ToStd(ack.invalid.message()))};
   SLUICE_ASSIGN_OR_RETURN(FinishOutcome got,
                           FinishTasks(std::span(&failed, 1)));
   outcome.dispositions[index] = got.dispositions[0];

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <span>
@@ -68,6 +69,15 @@ struct EngineOptions {
   // Fan-out children nest at most this deep (a top-level run's children
   // are at depth 1); a FanOut past it fails its task without retry.
   int max_fan_out_depth = 8;
+  // Cross-store children (ChildSpec::store): the name of this engine's store
+  // as its peers know it, and the other stores children may live in, by
+  // name. This engine creates children there, relays their reports back,
+  // repairs lost ones and cascades cancels to them; the child store's own
+  // engine needs neither. Names are 1..64 characters of [A-Za-z0-9_.:-];
+  // store_name is required when `stores` is set, and every backend must
+  // outlive the engine (docs/decisions/0039-cross-store-children.md).
+  std::string store_name;
+  std::map<std::string, Backend*> stores;
   // Development databases only: Deploy of a changed shape under a stored
   // slug fences off the old workers, deletes the slug's runs and recompiles
   // (DeployOutcome::kRecompiled) instead of failing. Never in production.
@@ -607,6 +617,10 @@ class Engine {
   absl::StatusOr<int> RelayOnce(int limit);
   // Delivers up to `limit` cancels owed to children; how many.
   absl::StatusOr<int> CascadeChildCancels(int limit);
+  // One relay pass over the reports of children in the peer store `store`
+  // whose parents live here (fan_out_stores.cc); how many it consumed.
+  absl::StatusOr<int> RelayPeerOnce(const std::string& store, Engine& peer,
+                                    int limit);
   std::unique_ptr<Impl> impl_;
 };
 
