@@ -12,13 +12,10 @@ absl::StatusOr<std::unique_ptr<Backend>> OpenBackend(std::string_view url) {
     return std::unique_ptr<Backend>(std::make_unique<MemoryBackend>());
   }
   if (url.starts_with("sqlite:")) {
-    std::string path(url.substr(7));
-    if (path.empty()) {
-      return absl::InvalidArgumentError(
-          "backend URL \"sqlite:\" has no path; use sqlite:PATH");
-    }
+    absl::StatusOr<SqliteUrl> parsed = ParseSqliteUrl(url.substr(7));
+    if (!parsed.ok()) return parsed.status();
     absl::StatusOr<std::unique_ptr<SqliteBackend>> backend =
-        SqliteBackend::Open(path);
+        SqliteBackend::Open(parsed->path, parsed->options);
     if (!backend.ok()) return backend.status();
     return std::unique_ptr<Backend>(std::move(*backend));
   }

@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -121,6 +123,39 @@ absl::Status Configure(SqliteBackend::Connection& connection,
 }
 
 }  // namespace
+
+absl::StatusOr<SqliteUrl> ParseSqliteUrl(std::string_view rest) {
+  const size_t query = rest.find('?');
+  SqliteUrl url{.path = std::string(rest.substr(0, query))};
+  if (url.path.empty()) {
+    return absl::InvalidArgumentError(
+        "backend URL \"sqlite:\" has no path; use sqlite:PATH");
+  }
+  if (query == std::string_view::npos) return url;
+  for (absl::string_view option :
+       absl::StrSplit(ToAbsl(rest.substr(query + 1)), '&')) {
+    std::pair<absl::string_view, absl::string_view> kv =
+        absl::StrSplit(option, absl::MaxSplits('=', 1));
+    if (kv.first != "synchronous") {
+      return absl::InvalidArgumentError(
+          StrCat("sqlite URL option \"", option,
+                 "\" is not recognized; the one option is "
+                 "synchronous=normal|full"));
+    }
+    const std::string value = absl::AsciiStrToLower(kv.second);
+    if (value == "normal") {
+      url.options.synchronous_full = false;
+    } else if (value == "full") {
+      url.options.synchronous_full = true;
+    } else {
+      return absl::InvalidArgumentError(
+          StrCat("sqlite URL option synchronous=\"", kv.second,
+                 "\" is not recognized; use synchronous=normal or "
+                 "synchronous=full"));
+    }
+  }
+  return url;
+}
 
 SqliteBackend::SqliteBackend(std::unique_ptr<Connection> connection)
     : connection_(std::move(connection)) {}

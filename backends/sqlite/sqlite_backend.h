@@ -44,6 +44,17 @@ struct SqliteOptions {
   int64_t max_pages = 0;
 };
 
+// What a `sqlite:` backend URL names: the file, and options after a `?`
+// as key=value pairs joined by `&`. The one option is
+// synchronous=normal|full (SqliteOptions::synchronous_full; any case).
+struct SqliteUrl {
+  std::string path;
+  SqliteOptions options;
+};
+// Parses the part of a URL after "sqlite:". kInvalidArgument naming the
+// problem for an empty path, an unknown option, or an unknown value.
+absl::StatusOr<SqliteUrl> ParseSqliteUrl(std::string_view rest);
+
 class SqliteBackend : public Backend {
  public:
   // The schema version this build creates and expects.

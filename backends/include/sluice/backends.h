@@ -1,7 +1,9 @@
 // Opening a backend by URL.
 //
 //   memory:                 a fresh in-process memory backend
-//   sqlite:PATH             an SQLite database file (created if missing)
+//   sqlite:PATH             an SQLite database file (created if missing);
+//   sqlite:PATH?synchronous=full   commits durable against power loss too
+//                           (default synchronous=normal: against crashes)
 //   postgres://... or       Postgres + pgmq, a libpq URL; the database must be
 //   postgresql://...        migrated first (sluice/postgres.h), and
 //                           OpenPostgres() takes pool options

@@ -1,0 +1,64 @@
+// Upgrading to migration 0007 (fillfactor on the hot tables): a database
+// at version 6 with a run migrates, keeps its run, and its hot tables leave
+// room on each page for HOT updates.
+#include <string>
+
+#include "gtest/gtest.h"
+#include "pg_session.h"
+#include "postgres_jobs_fixture.h"
+#include "support/postgres_sql.h"
+
+namespace sluice::testing {
+namespace {
+
+class PostgresPerfUpgradeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
+  }
+};
+
+std::string FillFactor(const std::string& url, const std::string& table) {
+  return SqlSession(url)
+      .Value(
+          "SELECT coalesce(array_to_string(reloptions, ','), '') FROM "
+          "pg_class WHERE oid = '" +
+          table + "'::regclass")
+      .value_or("<missing>");
+}
+
+TEST_F(PostgresPerfUpgradeTest, Version6Database_Migrates_KeepsRuns) {
+  absl::StatusOr<std::unique_ptr<TestDatabase>> db =
+      TestDatabase::Create(/*migrated=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::string url = (*db)->url();
+  ASSERT_TRUE(postgres_internal::MigratePostgresTo(url, 6).ok());
+  EXPECT_EQ(FillFactor(url, "sluice.step_states"), "");
+  SqlSession(url).Script(
+      "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
+      "error, started_at, input) VALUES "
+      "('01900000-0000-7000-8000-000000000001', 'jobs', 'started', 1, '', "
+      "now(), '{}')");
+
+  ASSERT_TRUE(MigratePostgres(url).ok());
+  absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok()) << report->ToString();
+  EXPECT_EQ(report->installed_version, 7);
+  EXPECT_EQ(FillFactor(url, "sluice.runs"), "fillfactor=70");
+  EXPECT_EQ(FillFactor(url, "sluice.step_states"), "fillfactor=50");
+  EXPECT_EQ(FillFactor(url, "sluice.tasks"), "fillfactor=70");
+
+  absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = (*backend)->Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  std::optional<RunRecord> run = ValueOf(
+      (*tx)->GetRuns(std::vector{RunNo(1)}, LockMode::kNone, Fields::kAll))[0];
+  ASSERT_TRUE(run.has_value());
+  EXPECT_EQ(run->status, RunStatus::kStarted);
+  ASSERT_TRUE((*tx)->Commit().ok());
+}
+
+}  // namespace
+}  // namespace sluice::testing
