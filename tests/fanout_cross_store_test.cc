@@ -227,6 +227,48 @@ TEST_P(CrossStore, AChildNameUnknownInTheOtherStoreIsRefused) {
   EXPECT_EQ(ChildReportsAtEdge(), 0);
 }
 
+// Real workers on both sides, on the real clock: the edge's worker runs the
+// children, the parent's worker's sweep relays their reports.
+TEST_P(CrossStore, WorkersOnBothSidesSettleTheParent) {
+  EngineOptions options;
+  options.log = [](LogLevel, std::string_view) {};
+  options.store_name = "central";
+  options.stores = {{"edge", edge_store_.get()}};
+  absl::StatusOr<std::unique_ptr<Engine>> central =
+      Engine::Create(*central_store_, options);
+  ASSERT_TRUE(central.ok()) << central.status();
+  absl::StatusOr<std::unique_ptr<Engine>> edge =
+      Engine::Create(*edge_store_, {.log = options.log});
+  ASSERT_TRUE(edge.ok()) << edge.status();
+  WorkerOptions fast{.poll_interval = absl::Milliseconds(10),
+                     .sweep_interval = absl::Milliseconds(20)};
+  absl::StatusOr<std::unique_ptr<Worker>> parents =
+      (*central)->StartWorker(parent_.flow(), fast);
+  ASSERT_TRUE(parents.ok()) << parents.status();
+  absl::StatusOr<std::unique_ptr<Worker>> children =
+      (*edge)->StartWorker(child_.flow(), fast);
+  ASSERT_TRUE(children.ok()) << children.status();
+  absl::StatusOr<EnqueueResult> run = (*central)->Enqueue(
+      parent_, boost::json::object{{"items", Items({1, 2, 3, 4})}});
+  ASSERT_TRUE(run.ok()) << run.status();
+  absl::StatusOr<RunView> view;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  do {
+    absl::SleepFor(absl::Milliseconds(10));  // polling, bounded by deadline
+    view = (*central)->GetRun(run->run_id);
+  } while (view.ok() && !IsTerminal(view->run.status) &&
+           absl::Now() < deadline);
+  ASSERT_TRUE(view.ok()) << view.status();
+  ASSERT_EQ(view->run.status, RunStatus::kCompleted) << view->run.error;
+  EXPECT_EQ(view->run.output->at("job"),
+            J(R"([{"status":"completed","output":{"doubled":2}},
+                  {"status":"completed","output":{"doubled":4}},
+                  {"status":"completed","output":{"doubled":6}},
+                  {"status":"completed","output":{"doubled":8}}])"));
+  EXPECT_TRUE((*parents)->Stop().ok());
+  EXPECT_TRUE((*children)->Stop().ok());
+}
+
 INSTANTIATE_TEST_SUITE_P(Stores, CrossStore,
                          ::testing::Values(StorePair{"memory", "sqlite"},
                                            StorePair{"sqlite", "postgres"}),

@@ -265,7 +265,9 @@ absl::StatusOr<int> Engine::RelayPeerOnce(const std::string& store,
                StrCat("relay: applying parent reports failed (", s.ToString(),
                       "); the sweeper will apply them"));
   }
-  return static_cast<int>(ids.size());
+  // Consumed only once deleted: a store that keeps refusing the delete does
+  // not keep the relay's rounds going.
+  return deleted.ok() ? static_cast<int>(ids.size()) : 0;
 }
 
 absl::StatusOr<int> Engine::CascadeChildCancels(int limit) {

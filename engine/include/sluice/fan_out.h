@@ -41,7 +41,7 @@ struct ChildSpec {
   // Priority, delay, attempts, timeout, backoff, metadata and keep apply as
   // for Enqueue; id and dedupe are ignored (the child's id is derived).
   EnqueueOptions options;
-  std::string store;  // empty: the parent's store (the only one for now)
+  std::string store;  // empty: the parent's; else an EngineOptions::stores key
 };
 
 struct FanOut {
