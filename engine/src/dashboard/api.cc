@@ -20,6 +20,7 @@ namespace {
 // Live event streams each hold a thread for as long as they are open, so
 // the listener gets more threads than httplib's default.
 constexpr size_t kServerThreads = 24;
+constexpr size_t kKeepAliveRequests = 1000;
 
 // httplib's task queue, told first when the server stops: httplib shuts
 // its task queue down after the listener has closed and then waits for
@@ -85,6 +86,10 @@ void AddApiRoutes(httplib::Server& server, Engine& engine,
       sampler->Stop();
     });
   };
+  // Replies go out at once (no Nagle delay waiting for an ACK), and a page
+  // keeps its connection for its polls.
+  server.set_tcp_nodelay(true);
+  server.set_keep_alive_max_count(kKeepAliveRequests);
   AddReadRoutes(server, engine, options);
   AddOverviewRoute(server, sampler);
   AddEventRoute(server, engine, hub);
