@@ -239,6 +239,35 @@ def test_run_completes_by_polling(browser, base, server, held_run):
           "the polling page showed completed without a reload")
 
 
+def test_lists(browser, base, ready):
+    """The runs list with a status filter, and the flows page."""
+    rows = "[...document.querySelectorAll('tr[data-run]')].map(r => r.dataset.run)"
+    browser.navigate(f"{base}/runs")
+    shown = browser.wait_for(f"(() => {{ const ids = {rows}; "
+                             "return ids.length >= 4 ? ids : null; })()",
+                             "the runs list")
+    check(set(ready["held_runs"]) | {ready["failed_run"]} <= set(shown),
+          f"the runs list shows every run ({len(shown)} rows)")
+    browser.navigate(f"{base}/runs?status=failed")
+    shown = browser.wait_for(f"(() => {{ const ids = {rows}; "
+                             "return ids.length ? ids : null; })()",
+                             "the failed runs")
+    check(shown == [ready["failed_run"]],
+          "the status filter shows only the failed run")
+    check(browser.evaluate(
+        "document.querySelector('input[name=status][value=failed]')"
+        ".checked"), "the filter form shows the chosen status")
+    browser.navigate(f"{base}/flows")
+    flows = browser.wait_for(
+        "(() => { const f = [...document.querySelectorAll("
+        "'[data-flow]')].filter(e => e.querySelector('svg.dag'))"
+        ".map(e => e.dataset.flow); return f.length === 3 ? f : null; })()",
+        "the flows page's graphs")
+    check(sorted(flows) == ["dashboard_flaky", "dashboard_held",
+                            "dashboard_orphan"],
+          f"the flows page draws every flow ({flows})")
+
+
 def click_retry(browser, token):
     browser.evaluate("document.querySelector('[data-action=retry]').click()")
     browser.wait_for("document.querySelector('#token') !== null",
@@ -307,6 +336,7 @@ def run_test(args, chromium):
                                 ready["held_runs"][0], args.screenshots)
         test_run_completes_by_polling(browser, base, server,
                                       ready["held_runs"][1])
+        test_lists(browser, base, ready)
         test_retry_needs_token(browser, base, ready["failed_run"],
                                ready["token"], args.screenshots)
     finally:

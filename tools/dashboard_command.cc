@@ -40,9 +40,9 @@ void Work(absl::BitGen& gen, int min_ms, int max_ms) {
   absl::SleepFor(absl::Milliseconds(absl::Uniform(gen, min_ms, max_ms)));
 }
 
-// gather -> render (one task per section, each attempt fails one time in
-// five, two attempts) -> publish. About one run in twenty-five fails, and a
-// retry of it usually completes.
+// gather -> render (one task per section; an attempt fails one time in
+// five, and a task has two) -> publish. About one run in seven fails, and
+// a retry of it usually completes.
 Flow ReportFlow() {
   Flow flow("nightly_report",
             {.max_attempts = 2, .base_delay = absl::Milliseconds(500)});

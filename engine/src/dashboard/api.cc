@@ -20,7 +20,6 @@ namespace {
 // Live event streams each hold a thread for as long as they are open, so
 // the listener gets more threads than httplib's default.
 constexpr size_t kServerThreads = 24;
-constexpr size_t kKeepAliveRequests = 1000;
 
 // httplib's task queue, told first when the server stops: httplib shuts
 // its task queue down after the listener has closed and then waits for
@@ -86,10 +85,11 @@ void AddApiRoutes(httplib::Server& server, Engine& engine,
       sampler->Stop();
     });
   };
-  // Replies go out at once (no Nagle delay waiting for an ACK), and a page
-  // keeps its connection for its polls.
+  // Replies go out at once, not after a delayed ACK (Nagle). httplib
+  // serves a connection on one thread until it closes, so connections keep
+  // its default short keep-alive (5 requests): more clients than threads
+  // then take turns instead of waiting for a whole session.
   server.set_tcp_nodelay(true);
-  server.set_keep_alive_max_count(kKeepAliveRequests);
   AddReadRoutes(server, engine, options);
   AddOverviewRoute(server, sampler);
   AddEventRoute(server, engine, hub);

@@ -78,7 +78,7 @@ OverviewSampler::Current() {
   {
     absl::MutexLock lock(&mu_);
     for (;;) {
-      if (latest_ && absl::Now() - latest_at_ < kMaxAge) return latest_;
+      if (latest_ && absl::Now() - latest_at_ < max_age_) return latest_;
       if (!refreshing_) break;
       if (latest_) return latest_;
       mu_.Await(absl::Condition(
@@ -86,6 +86,7 @@ OverviewSampler::Current() {
     }
     refreshing_ = true;
   }
+  const absl::Time start = absl::Now();
   absl::StatusOr<std::shared_ptr<const Snapshot>> read = Read();
   absl::MutexLock lock(&mu_);
   refreshing_ = false;
@@ -93,6 +94,7 @@ OverviewSampler::Current() {
   Record(**read);
   latest_ = *read;
   latest_at_ = absl::Now();
+  max_age_ = std::max(kMaxAge, kReadShare * (latest_at_ - start));
   return latest_;
 }
 

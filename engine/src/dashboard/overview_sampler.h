@@ -22,8 +22,11 @@ namespace sluice::dashboard {
 
 class OverviewSampler {
  public:
-  // A snapshot younger than this is served as is.
+  // A snapshot younger than this is served as is; and younger than
+  // kReadShare times as long as reading it took, so that on a large store
+  // the overview takes at most about a tenth of the store's time.
   static constexpr absl::Duration kMaxAge = absl::Seconds(1);
+  static constexpr int kReadShare = 10;
   // Without viewers, a background sample this often keeps the
   // throughput minutes true.
   static constexpr absl::Duration kSampleEvery = absl::Seconds(15);
@@ -59,6 +62,7 @@ class OverviewSampler {
   absl::Mutex mu_;
   std::shared_ptr<const Snapshot> latest_ ABSL_GUARDED_BY(mu_);
   absl::Time latest_at_ ABSL_GUARDED_BY(mu_);  // real time it was read
+  absl::Duration max_age_ ABSL_GUARDED_BY(mu_) = kMaxAge;
   bool refreshing_ ABSL_GUARDED_BY(mu_) = false;
   // Per queue: the completed and failed counts at the last sample.
   std::map<std::string, Minute> last_counts_ ABSL_GUARDED_BY(mu_);

@@ -75,7 +75,7 @@ export function actionBar(run, app, onDone) {
 function allowed(name, status) {
   if (name === 'cancel') return status === 'started';
   if (name === 'retry') return status === 'failed' || status === 'cancelled';
-  return true;
+  return status !== 'started';  // delete: a started run is cancelled first
 }
 
 // Shows the token form for `name`; sends the action when it is submitted.

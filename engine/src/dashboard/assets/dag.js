@@ -121,13 +121,15 @@ function shorten(text, max) {
   return text.length > max ? `${text.slice(0, max - 1)}…` : text;
 }
 
+// "map · 2/3 done", "wait · created", "completed"; a flow's step (no
+// status) shows its kind only.
 function nodeDetail(step) {
-  const kind = step.kind && step.kind !== 'single' ? `${step.kind} · ` : '';
-  const status = step.status || '';
+  const kind = step.kind && step.kind !== 'single' ? step.kind : '';
+  let state = step.status || '';
   if (step.kind === 'map' && step.total !== undefined && step.total !== null) {
-    return `${kind}${step.done ?? 0}/${step.total} done`;
+    state = `${step.done ?? 0}/${step.total} done`;
   }
-  return `${kind}${status}`;
+  return [kind, state].filter((part) => part).join(' · ');
 }
 
 function node(step, at) {

@@ -18,6 +18,20 @@ export class Live {
   start() {
     this.connect();
     this.pollTimer = setInterval(() => this.poll(), POLL_MS);
+    // A page left for another (possibly kept in the back/forward cache)
+    // must not keep its stream: browsers allow six connections per
+    // server, and open streams would starve the next page's requests.
+    window.addEventListener('pagehide', () => this.disconnect());
+    window.addEventListener('pageshow', (event) => {
+      if (event.persisted && this.source === null) this.connect();
+    });
+  }
+
+  disconnect() {
+    if (this.source) this.source.close();
+    this.source = null;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = null;
   }
 
   // The page to notify; replaces the previous one.
@@ -37,6 +51,7 @@ export class Live {
     this.source = source;
     source.addEventListener('open', () => this.show('live'));
     source.addEventListener('error', () => {
+      if (this.source !== source) return;  // closed on purpose
       // EventSource reconnects by itself unless the server refused the
       // stream (CLOSED); then try again later and poll meanwhile.
       this.show('polling');

@@ -42,7 +42,8 @@ function filterForm(query, app) {
       'form', {class: 'filters', id: 'run-filters'},
       el('label', null, 'Flow ',
          el('input', {name: 'flow', value: query.get('flow') || '',
-                      placeholder: 'any', size: 16})),
+                      placeholder: 'any', size: 16, list: 'flow-names'}),
+         flowNames()),
       el('fieldset', null, el('legend', null, 'Status'),
          STATUSES.map((s) => el('label', null,
                                 el('input', {type: 'checkbox', name: 'status',
@@ -80,6 +81,17 @@ function filterForm(query, app) {
     app.navigate(`/runs${next.toString() ? `?${next}` : ''}`);
   });
   return form;
+}
+
+// The deployed flows' names, offered as the flow filter's suggestions.
+function flowNames() {
+  const list = el('datalist', {id: 'flow-names'});
+  getJson('/api/flows').then((data) => {
+    for (const flow of data.flows || []) {
+      list.append(el('option', {value: flow.alias}));
+    }
+  }).catch(() => {});  // suggestions only: the filter works without them
+  return list;
 }
 
 // An RFC 3339 time as a datetime-local input's value, in UTC.
