@@ -46,7 +46,7 @@ TEST_F(PostgresPerfUpgradeTest, Version6Database_Migrates_KeepsRuns) {
   EXPECT_TRUE(report->ok()) << report->ToString();
   EXPECT_EQ(report->installed_version, 7);
   EXPECT_EQ(FillFactor(url, "sluice.runs"), "fillfactor=70");
-  EXPECT_EQ(FillFactor(url, "sluice.step_states"), "fillfactor=50");
+  EXPECT_EQ(FillFactor(url, "sluice.step_states"), "fillfactor=30");
   EXPECT_EQ(FillFactor(url, "sluice.tasks"), "fillfactor=70");
 
   absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
