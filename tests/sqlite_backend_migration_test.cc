@@ -432,7 +432,8 @@ TEST_F(SqliteBackendTest, Open_Version3File_UpgradesToTheNewLayout) {
   ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
 
   RawDatabase raw(path());
-  EXPECT_EQ(raw.Value("PRAGMA user_version"), "4");
+  EXPECT_EQ(raw.Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
   EXPECT_EQ(Layout(path()), Layout(fresh));
   EXPECT_THAT(raw.Rows("PRAGMA integrity_check"), ElementsAre("ok"));
   EXPECT_THAT(raw.Value("SELECT sql FROM sqlite_schema "

@@ -201,7 +201,14 @@ std::vector<PlannedStatement> ListRunsStatements() {
   finished.order_by = RunQuery::OrderBy::kFinishedAt;
   RunQuery finished_of_flow = RunQuery::OfFlow("greet", 10);
   finished_of_flow.order_by = RunQuery::OrderBy::kFinishedAt;
+  RunQuery one_status = all_flows;  // the dashboard's status filter
+  one_status.statuses = {RunStatus::kFailed};
+  one_status.after = RunQuery::Position{kT0, RunId(1, 2)};
   return {
+      {"ListRunsOfOneStatus",
+       ListRunsText(one_status, Fields::kAll),
+       {"USING INDEX runs_by_status (status=? AND "
+        "(started_at,run_id)<(?,?))"}},
       {"ListRunsAll",
        ListRunsText(all_flows, Fields::kAll),
        {"USING INDEX runs_by_start"}},

@@ -72,8 +72,8 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
       ElementsAre("child_links_by_status", "child_links_pending",
                   "child_links_uncascaded", "dedupe_expiring", "messages_claim",
                   "messages_visible", "outbox_by_created", "runs_by_flow",
-                  "runs_by_key", "runs_by_start", "runs_finished",
-                  "tasks_stalled", "tasks_unfinished"));
+                  "runs_by_key", "runs_by_start", "runs_by_status",
+                  "runs_finished", "tasks_stalled", "tasks_unfinished"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {

@@ -204,6 +204,8 @@ CREATE TABLE runs (
                                    R"sql(
 CREATE INDEX runs_by_flow ON runs (flow_slug, started_at, run_id);
 CREATE INDEX runs_by_start ON runs (started_at, run_id);
+-- A page of one status (the dashboard's filter) in start order.
+CREATE INDEX runs_by_status ON runs (status, started_at, run_id);
 CREATE INDEX runs_finished ON runs (finished_at)
   WHERE finished_at IS NOT NULL;
 CREATE UNIQUE INDEX runs_by_key ON runs (flow_slug, external_key)

@@ -85,11 +85,17 @@ ALTER TABLE workers ADD COLUMN served TEXT;
 // above already creates the new index; dropping and creating it again is
 // harmless.)
 constexpr const TableSchema* kNewInV4[] = {&kChildLinks, &kChildReports,
-                                            &kSchedules};
+                                           &kSchedules};
 constexpr char kIndexesV4[] = R"sql(
 DROP INDEX IF EXISTS tasks_unfinished;
 CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)
   WHERE status IN ('queued', 'started', 'waiting');
+)sql";
+
+// Version 5: an index for pages of runs of one status. Upgrades from
+// versions 1 and 2 rebuild `runs` with today's indexes, so it may exist.
+constexpr char kIndexesV5[] = R"sql(
+CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, started_at, run_id);
 )sql";
 
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
@@ -147,12 +153,18 @@ absl::Status MigrateV3ToV4(sqlite3* db) {
   return Execute(db, kIndexesV4, kWhat);
 }
 
+// Version 4 to 5 (see kIndexesV5).
+absl::Status MigrateV4ToV5(sqlite3* db) {
+  return Execute(db, kIndexesV5, "upgrade schema version 4 to 5");
+}
+
 }  // namespace
 
 absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
   if (version == 1) SLUICE_RETURN_IF_ERROR(MigrateV1ToV2(db));
   if (version <= 2) SLUICE_RETURN_IF_ERROR(MigrateV2ToV3(db));
-  return MigrateV3ToV4(db);
+  if (version <= 3) SLUICE_RETURN_IF_ERROR(MigrateV3ToV4(db));
+  return MigrateV4ToV5(db);
 }
 
 }  // namespace sluice::sqlite_internal
