@@ -81,10 +81,7 @@ class Reverter {
     e.queue->UndoArchive(e.message_id);
   }
   void operator()(const undo::MessageDeleted& e) {
-    e.queue->UndoDelete(undo_.TakeSaved<SavedMessage>());
-  }
-  void operator()(const undo::ArchivedMessageDeleted& e) {
-    e.queue->UndoDeleteArchived(e.message_id, *e.row);
+    e.queue->UndoDelete(*e.row);
   }
   void operator()(const undo::ReportsAppended& e) {
     store_.outbox.UndoAppend(e.first_id);
@@ -124,7 +121,7 @@ class DetachedRowFreer {
   void operator()(const undo::TaskDeleted& e) {
     store_.tasks.FreeDetached(*e.row);
   }
-  void operator()(const undo::ArchivedMessageDeleted& e) {
+  void operator()(const undo::MessageDeleted& e) {
     e.queue->FreeDetached(*e.row);
   }
   void operator()(const undo::QueueDeleted& e) {

@@ -18,20 +18,19 @@ std::vector<int64_t> MessageQueue::Send(std::span<OutgoingMessage> messages,
   if (messages.empty()) return ids;
   ids.reserve(messages.size());
   undo.Add(undo::MessagesSent{.queue = this, .first_id = next_id_});
-  live_.reserve(live_.size() + messages.size());
+  by_id_.reserve(by_id_.size() + messages.size());
   for (OutgoingMessage& message : messages) {
     const int64_t id = next_id_++;
-    const QueuedMessage& queued =
-        live_
-            .try_emplace(id,
-                         QueuedMessage{.read_count = 0,
-                                       .priority = message.priority,
-                                       .enqueued_at = now,
-                                       .visible_at = message.visible_at,
-                                       .seq = next_seq_++,
-                                       .body = Stored(std::move(message.body))})
-            .first->second;
-    Index(id, queued);
+    QueuedMessage& queued =
+        rows_.Add(QueuedMessage{.id = id,
+                                .read_count = 0,
+                                .priority = message.priority,
+                                .enqueued_at = now,
+                                .visible_at = message.visible_at,
+                                .seq = next_seq_++,
+                                .body = Stored(std::move(message.body))});
+    by_id_.try_emplace(id, &queued);
+    Link(queued);
     ids.push_back(id);
   }
   return ids;
@@ -43,26 +42,24 @@ std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
   std::vector<MessageRecord> taken;
   if (limit <= 0 || record_.paused) return taken;
   MoveHorizon(now);
-  taken.reserve(std::min<size_t>(limit, visible_.size()));
   // A message read with visible_until <= now stays visible, so walk the
   // claim order rather than popping the front.
   auto it = visible_.begin();
   while (it != visible_.end() && taken.size() < static_cast<size_t>(limit)) {
-    const int64_t id = it->message_id;
-    QueuedMessage& message = live_.find(id)->second;
+    QueuedMessage& message = *it;
     undo.Add(undo::MessageVisibilityChanged{.queue = this,
-                                            .message_id = id,
+                                            .message_id = message.id,
                                             .visible_at = message.visible_at,
                                             .read_count = message.read_count});
     message.read_count += 1;
     message.visible_at = visible_until;
     if (visible_until > horizon_) {
       it = visible_.erase(it);
-      hidden_.insert({visible_until, id});
+      hidden_.insert(message);
     } else {
       ++it;
     }
-    taken.push_back(ToRecord(id, message, fields));
+    taken.push_back(ToRecord(message, fields));
   }
   return taken;
 }
@@ -70,18 +67,17 @@ std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
 void MessageQueue::SetVisibility(std::span<const VisibilityUpdate> updates,
                                  UndoLog& undo) {
   for (const VisibilityUpdate& update : updates) {
-    auto it = live_.find(update.message_id);
-    if (it == live_.end()) continue;
-    QueuedMessage& message = it->second;
+    QueuedMessage* message = LiveMessage(update.message_id);
+    if (message == nullptr) continue;
     undo.Add(undo::MessageVisibilityChanged{.queue = this,
                                             .message_id = update.message_id,
-                                            .visible_at = message.visible_at,
-                                            .read_count = message.read_count});
-    Reschedule(update.message_id, message, update.visible_at);
+                                            .visible_at = message->visible_at,
+                                            .read_count = message->read_count});
+    Reschedule(*message, update.visible_at);
     if (update.to_tail) {
       undo.Add(undo::MessageMovedToTail{
-          .queue = this, .message_id = update.message_id, .seq = message.seq});
-      Resequence(update.message_id, message, next_seq_++);
+          .queue = this, .message_id = update.message_id, .seq = message->seq});
+      Resequence(*message, next_seq_++);
     }
   }
 }
@@ -91,59 +87,44 @@ std::optional<absl::Time> MessageQueue::NextVisibleAt(absl::Time now) {
   // it, hidden_ holds exactly the messages visible after `now`.
   MoveHorizon(now);
   if (hidden_.empty()) return std::nullopt;
-  return hidden_.begin()->first;
+  return hidden_.begin()->visible_at;
 }
 
 void MessageQueue::Archive(std::span<const int64_t> message_ids, absl::Time now,
                            UndoLog& undo) {
   for (const int64_t id : message_ids) {
-    auto it = live_.find(id);
-    if (it == live_.end()) continue;
-    Unindex(id, it->second);
-    ArchivedMessage& row = archive_rows_.Add(
-        ArchivedMessage{.message = std::move(it->second), .archived_at = now});
-    archive_.try_emplace(id, &row);
-    live_.erase(it);
+    QueuedMessage* message = LiveMessage(id);
+    if (message == nullptr) continue;
+    Unlink(*message);
+    message->archived_at = now;
     undo.Add(undo::MessageArchived{.queue = this, .message_id = id});
   }
 }
 
 std::optional<MessageLocation> MessageQueue::Lookup(int64_t message_id) const {
-  if (auto it = live_.find(message_id); it != live_.end()) {
-    return MessageLocation{
-        .archived = false,
-        .message = ToRecord(message_id, it->second, Fields::kAll)};
-  }
-  if (auto it = archive_.find(message_id); it != archive_.end()) {
-    return MessageLocation{
-        .archived = true,
-        .archived_at = it->second->archived_at,
-        .message = ToRecord(message_id, it->second->message, Fields::kAll)};
-  }
-  return std::nullopt;
+  auto it = by_id_.find(message_id);
+  if (it == by_id_.end()) return std::nullopt;
+  const QueuedMessage& message = *it->second;
+  return MessageLocation{.archived = message.archived_at.has_value(),
+                         .archived_at = message.archived_at,
+                         .message = ToRecord(message, Fields::kAll)};
 }
 
 void MessageQueue::Delete(int64_t message_id, UndoLog& undo) {
-  // A deleted run has usually ended, and its messages with it: try the
-  // archive first.
-  if (auto it = archive_.find(message_id); it != archive_.end()) {
-    undo.AddDetached(undo::ArchivedMessageDeleted{
-        .queue = this, .message_id = message_id, .row = it->second});
-    archive_.erase(it);
-  } else if (auto it = live_.find(message_id); it != live_.end()) {
-    Unindex(message_id, it->second);
-    undo.Add(undo::MessageDeleted{.queue = this},
-             SavedMessage{.message_id = message_id,
-                          .message = std::move(it->second)});
-    live_.erase(it);
-  }
+  auto it = by_id_.find(message_id);
+  if (it == by_id_.end()) return;
+  QueuedMessage& row = *it->second;
+  Unlink(row);  // a no-op for an archived row
+  by_id_.erase(it);
+  undo.AddDetached(undo::MessageDeleted{.queue = this, .row = &row});
 }
 
 void MessageQueue::UndoSend(int64_t first_id) {
   for (int64_t id = first_id; id < next_id_; ++id) {
-    auto it = live_.find(id);
-    Unindex(id, it->second);
-    live_.erase(it);
+    auto it = by_id_.find(id);
+    QueuedMessage& row = *it->second;
+    by_id_.erase(it);
+    rows_.Erase(row);  // its hook unlinks it from its index
   }
   // Every later change was reverted first, so the send's sequence numbers
   // are the counter's latest, one per message.
@@ -153,42 +134,30 @@ void MessageQueue::UndoSend(int64_t first_id) {
 
 void MessageQueue::UndoVisibilityChange(int64_t message_id,
                                         absl::Time visible_at, int read_count) {
-  QueuedMessage& message = live_.find(message_id)->second;
+  QueuedMessage& message = *by_id_.find(message_id)->second;
   message.read_count = read_count;
-  Reschedule(message_id, message, visible_at);
+  Reschedule(message, visible_at);
 }
 
 void MessageQueue::UndoMoveToTail(int64_t message_id, int64_t seq) {
-  Resequence(message_id, live_.find(message_id)->second, seq);
+  Resequence(*by_id_.find(message_id)->second, seq);
   --next_seq_;  // the move took the counter's latest
 }
 
 void MessageQueue::UndoArchive(int64_t message_id) {
-  auto it = archive_.find(message_id);
-  ArchivedMessage& row = *it->second;
-  QueuedMessage& message =
-      live_.try_emplace(message_id, std::move(row.message)).first->second;
-  archive_.erase(it);
-  archive_rows_.Erase(row);
-  Index(message_id, message);
+  QueuedMessage& message = *by_id_.find(message_id)->second;
+  message.archived_at.reset();
+  Link(message);
 }
 
-void MessageQueue::UndoDelete(SavedMessage saved) {
-  const int64_t id = saved.message_id;
-  QueuedMessage& message =
-      live_.try_emplace(id, std::move(saved.message)).first->second;
-  Index(id, message);
+void MessageQueue::UndoDelete(QueuedMessage& row) {
+  by_id_.try_emplace(row.id, &row);
+  if (!row.archived_at.has_value()) Link(row);
 }
 
-void MessageQueue::UndoDeleteArchived(int64_t message_id,
-                                      ArchivedMessage& row) {
-  archive_.try_emplace(message_id, &row);
-}
-
-MessageRecord MessageQueue::ToRecord(int64_t message_id,
-                                     const QueuedMessage& message,
+MessageRecord MessageQueue::ToRecord(const QueuedMessage& message,
                                      Fields fields) {
-  MessageRecord record{.message_id = message_id,
+  MessageRecord record{.message_id = message.id,
                        .read_count = message.read_count,
                        .enqueued_at = message.enqueued_at,
                        .visible_at = message.visible_at,
@@ -197,19 +166,11 @@ MessageRecord MessageQueue::ToRecord(int64_t message_id,
   return record;
 }
 
-void MessageQueue::Index(int64_t message_id, const QueuedMessage& message) {
+void MessageQueue::Link(QueuedMessage& message) {
   if (message.visible_at <= horizon_) {
-    visible_.insert(ClaimKeyOf(message_id, message));
+    visible_.insert(message);
   } else {
-    hidden_.insert({message.visible_at, message_id});
-  }
-}
-
-void MessageQueue::Unindex(int64_t message_id, const QueuedMessage& message) {
-  if (message.visible_at <= horizon_) {
-    visible_.erase(ClaimKeyOf(message_id, message));
-  } else {
-    hidden_.erase({message.visible_at, message_id});
+    hidden_.insert(message);
   }
 }
 
@@ -217,45 +178,42 @@ void MessageQueue::MoveHorizon(absl::Time now) {
   if (now < horizon_) {
     // Time went back: hide again what is not visible at `now`.
     for (auto it = visible_.begin(); it != visible_.end();) {
-      const absl::Time visible_at =
-          live_.find(it->message_id)->second.visible_at;
-      if (visible_at > now) {
-        hidden_.insert({visible_at, it->message_id});
+      QueuedMessage& message = *it;
+      if (message.visible_at > now) {
         it = visible_.erase(it);
+        hidden_.insert(message);
       } else {
         ++it;
       }
     }
   } else {
-    auto end = hidden_.begin();
-    for (; end != hidden_.end() && end->first <= now; ++end) {
-      visible_.insert(ClaimKeyOf(end->second, live_.find(end->second)->second));
+    while (!hidden_.empty() && hidden_.begin()->visible_at <= now) {
+      QueuedMessage& message = *hidden_.begin();
+      hidden_.erase(hidden_.begin());
+      visible_.insert(message);
     }
-    hidden_.erase(hidden_.begin(), end);
   }
   horizon_ = now;
 }
 
-void MessageQueue::Reschedule(int64_t message_id, QueuedMessage& message,
-                              absl::Time visible_at) {
+void MessageQueue::Reschedule(QueuedMessage& message, absl::Time visible_at) {
   if (message.visible_at <= horizon_ && visible_at <= horizon_) {
     message.visible_at = visible_at;  // keeps its place in claim order
     return;
   }
-  Unindex(message_id, message);
+  Unlink(message);
   message.visible_at = visible_at;
-  Index(message_id, message);
+  Link(message);
 }
 
-void MessageQueue::Resequence(int64_t message_id, QueuedMessage& message,
-                              int64_t seq) {
+void MessageQueue::Resequence(QueuedMessage& message, int64_t seq) {
   if (message.visible_at > horizon_) {
     message.seq = seq;  // hidden_ is keyed by time, not seq
     return;
   }
-  Unindex(message_id, message);
+  Unlink(message);
   message.seq = seq;
-  Index(message_id, message);
+  Link(message);
 }
 
 }  // namespace sluice::memory

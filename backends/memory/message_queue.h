@@ -12,9 +12,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/time/time.h"
+#include "boost/intrusive/set.hpp"
 #include "row_arena.h"
 #include "rows.h"
 #include "sluice/backend.h"
@@ -23,16 +23,21 @@
 
 namespace sluice::memory {
 
-// Live messages are split by a horizon, the `now` of the latest read: those
-// visible at the horizon sit in a set ordered by claim order, (priority desc,
-// seq asc), the others in a (visible_at, id)-ordered set. A read at `now`
-// first moves the horizon to `now` (promoting the messages that have become
-// visible since), then takes the first in claim order. Each message costs
-// O(log n) per change however deep the queue is, and a read never looks at
-// a message that is still hidden. Only a call whose `now` is earlier than
-// the previous one's scans the visible set (to hide again what is not
-// visible yet); engine clocks do not go back, so that is the tests' path,
-// not the hot one.
+// Every message, live or archived, is one row in an arena (stable address,
+// slot reused after deletion) found by id through one hash index. Live
+// messages are split by a horizon, the `now` of the latest read: those
+// visible at the horizon sit in an intrusive set ordered by claim order,
+// (priority desc, seq asc), the others in an intrusive (visible_at, id)-ordered
+// set; an archived row is in neither. The sets link the rows themselves
+// (QueuedMessage::order_hook), so sending, reading, rescheduling and archiving
+// a message allocate nothing once the arena and the hash index have grown to
+// the queue's working size. A read at `now` first moves the horizon to `now`
+// (promoting the messages that have become visible since), then takes the
+// first in claim order. Each message costs O(log n) per change however deep
+// the queue is, and a read never looks at a message that is still hidden.
+// Only a call whose `now` is earlier than the previous one's scans the
+// visible set (to hide again what is not visible yet); engine clocks do not
+// go back, so that is the tests' path, not the hot one.
 //
 // Sequence numbers come from a per-queue counter: a send takes one per
 // message, a move to the tail takes the next one. A rollback gives them back
@@ -71,15 +76,15 @@ class MessageQueue {
   std::optional<MessageLocation> Lookup(int64_t message_id) const;
   // The visible_at of a live message; nullopt if the id is not live.
   std::optional<absl::Time> VisibleAtOf(int64_t message_id) const {
-    auto it = live_.find(message_id);
-    if (it == live_.end()) return std::nullopt;
-    return it->second.visible_at;
+    const QueuedMessage* message = LiveMessage(message_id);
+    if (message == nullptr) return std::nullopt;
+    return message->visible_at;
   }
-  // Deletes a message, live or archived; skips an id that is neither. An
-  // archived one is detached (undo_log.h).
+  // Deletes a message, live or archived; skips an id that is neither. The
+  // row is detached (undo_log.h).
   void Delete(int64_t message_id, UndoLog& undo);
-  // Frees an archived message Delete detached (on commit).
-  void FreeDetached(ArchivedMessage& row) { archive_rows_.Erase(row); }
+  // Frees a row Delete detached (on commit).
+  void FreeDetached(QueuedMessage& row) { rows_.Erase(row); }
 
   // Reverts, newest change first. Each REQUIRES the queue to be as the
   // change left it.
@@ -89,55 +94,62 @@ class MessageQueue {
   void UndoMoveToTail(int64_t message_id, int64_t seq);
   void UndoSetPaused(bool was_paused) { record_.paused = was_paused; }
   void UndoArchive(int64_t message_id);
-  void UndoDelete(SavedMessage saved);
-  void UndoDeleteArchived(int64_t message_id, ArchivedMessage& row);
+  void UndoDelete(QueuedMessage& row);
 
  private:
-  using HiddenKey = std::pair<absl::Time, int64_t>;  // (visible_at, id)
   // A visible message's place in claim order. Sequence numbers are unique
   // within a queue; the id only makes the key whole.
-  struct ClaimKey {
-    int priority = 0;
-    int64_t seq = 0;
-    int64_t message_id = 0;
-  };
   struct ClaimOrder {
-    bool operator()(const ClaimKey& a, const ClaimKey& b) const {
+    bool operator()(const QueuedMessage& a, const QueuedMessage& b) const {
       if (a.priority != b.priority) return a.priority > b.priority;
       if (a.seq != b.seq) return a.seq < b.seq;
-      return a.message_id < b.message_id;
+      return a.id < b.id;
     }
   };
+  struct VisibilityOrder {
+    bool operator()(const QueuedMessage& a, const QueuedMessage& b) const {
+      if (a.visible_at != b.visible_at) return a.visible_at < b.visible_at;
+      return a.id < b.id;
+    }
+  };
+  template <typename Order>
+  using Index = boost::intrusive::set<
+      QueuedMessage,
+      boost::intrusive::member_hook<QueuedMessage, QueuedMessage::OrderHook,
+                                    &QueuedMessage::order_hook>,
+      boost::intrusive::compare<Order>,
+      // Auto-unlink hooks need a size that is not cached.
+      boost::intrusive::constant_time_size<false>>;
 
-  static MessageRecord ToRecord(int64_t message_id,
-                                const QueuedMessage& message, Fields fields);
-  static ClaimKey ClaimKeyOf(int64_t message_id, const QueuedMessage& message) {
-    return {message.priority, message.seq, message_id};
+  static MessageRecord ToRecord(const QueuedMessage& message, Fields fields);
+  QueuedMessage* LiveMessage(int64_t message_id) const {
+    auto it = by_id_.find(message_id);
+    if (it == by_id_.end() || it->second->archived_at.has_value()) {
+      return nullptr;
+    }
+    return it->second;
   }
-  // Adds a live message to the index its visible_at belongs in, or removes
-  // it. REQUIRES: the message's fields are those it is indexed under.
-  void Index(int64_t message_id, const QueuedMessage& message);
-  void Unindex(int64_t message_id, const QueuedMessage& message);
+  // Links a live message into the index its visible_at belongs in, or
+  // unlinks it. REQUIRES for Link: its fields are final and it is unlinked.
+  void Link(QueuedMessage& message);
+  static void Unlink(QueuedMessage& message) { message.order_hook.unlink(); }
   void MoveHorizon(absl::Time now);
   // Changes a live message's visible_at, keeping the indexes in step.
-  void Reschedule(int64_t message_id, QueuedMessage& message,
-                  absl::Time visible_at);
+  void Reschedule(QueuedMessage& message, absl::Time visible_at);
   // Changes a live message's sequence number, keeping the indexes in step.
-  void Resequence(int64_t message_id, QueuedMessage& message, int64_t seq);
+  void Resequence(QueuedMessage& message, int64_t seq);
 
   QueueRecord record_;
   int64_t next_id_ = 1;
   int64_t next_seq_ = 1;
-  absl::flat_hash_map<int64_t, QueuedMessage> live_;
+  // Declared before the indexes, so they are emptied before rows go.
+  RowArena<QueuedMessage> rows_;
+  absl::flat_hash_map<int64_t, QueuedMessage*> by_id_;  // live and archived
   // Invariant: visible_ holds exactly the live messages with visible_at <=
   // horizon_, hidden_ the others.
   absl::Time horizon_ = absl::InfinitePast();
-  absl::btree_set<ClaimKey, ClaimOrder> visible_;
-  absl::btree_set<HiddenKey> hidden_;
-  // Archived rows sit in an arena: archiving adds one per message, and only
-  // deleting the message's run (or a rollback) removes it.
-  RowArena<ArchivedMessage> archive_rows_;
-  absl::flat_hash_map<int64_t, ArchivedMessage*> archive_;
+  Index<ClaimOrder> visible_;
+  Index<VisibilityOrder> hidden_;
 };
 
 }  // namespace sluice::memory

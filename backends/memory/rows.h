@@ -12,6 +12,7 @@
 
 #include "absl/container/inlined_vector.h"
 #include "absl/time/time.h"
+#include "boost/intrusive/set_hook.hpp"
 #include "sluice/json.h"
 #include "sluice/records.h"
 
@@ -41,9 +42,17 @@ struct TaskRow {
   uint64_t run_sequence = 0;  // RunEntry::sequence of the task's run
 };
 
-// A message as its queue keeps it, live or archived; the id is its key
-// (MessageQueue).
+// A message as its queue keeps it, live or archived, at a stable address in
+// the queue's arena (MessageQueue). While live it is linked into exactly one
+// of the queue's two intrusive indexes (visible or hidden) through
+// `order_hook`, so indexing a message allocates nothing; an archived message
+// is in neither.
 struct QueuedMessage {
+  // Auto-unlink: destroying a linked message takes it out of its index.
+  using OrderHook = boost::intrusive::set_member_hook<
+      boost::intrusive::link_mode<boost::intrusive::auto_unlink>>;
+
+  int64_t id = 0;
   int read_count = 0;
   int priority = 0;  // claim order: higher first
   absl::Time enqueued_at;
@@ -52,11 +61,8 @@ struct QueuedMessage {
   // send order; a move to the tail gives a new one (MessageQueue).
   int64_t seq = 0;
   Json body;
-};
-
-struct ArchivedMessage {
-  QueuedMessage message;
-  absl::Time archived_at;
+  std::optional<absl::Time> archived_at;  // set once archived
+  OrderHook order_hook;
 };
 
 }  // namespace sluice::memory

@@ -105,12 +105,6 @@ struct SavedSchedule {
   std::optional<ScheduleRecord> previous;
 };
 
-// A live message deleted with its task's run.
-struct SavedMessage {
-  int64_t message_id = 0;
-  QueuedMessage message;
-};
-
 // A child link as it was before a change: `previous` is empty if the change
 // created it.
 struct SavedChildLink {
@@ -207,15 +201,10 @@ struct MessageArchived {
   MessageQueue* queue = nullptr;
   int64_t message_id = 0;
 };
-// A live message lives in a hash map, not an arena, so it is saved.
-struct MessageDeleted {  // SavedMessage
+// A detached message, live or archived (see RunDeleted).
+struct MessageDeleted {
   MessageQueue* queue = nullptr;
-};
-// A detached archived message (see RunDeleted).
-struct ArchivedMessageDeleted {
-  MessageQueue* queue = nullptr;
-  int64_t message_id = 0;
-  ArchivedMessage* row = nullptr;
+  QueuedMessage* row = nullptr;
 };
 // Reports from `first_id` up to the outbox's next id were appended.
 struct ReportsAppended {
@@ -244,10 +233,10 @@ using UndoEntry = std::variant<
     undo::StepStateUpdated, undo::StepCountersAdded, undo::TaskInserted,
     undo::TaskUpdated, undo::TaskDeleted, undo::MessagesSent,
     undo::MessageVisibilityChanged, undo::MessageMovedToTail,
-    undo::MessageArchived, undo::MessageDeleted, undo::ArchivedMessageDeleted,
-    undo::ReportsAppended, undo::ReportTaken, undo::AttemptAppended,
-    undo::DedupeChanged, undo::ScheduleChanged, undo::ChildLinkChanged,
-    undo::ChildReportsAppended, undo::ChildReportDeleted>;
+    undo::MessageArchived, undo::MessageDeleted, undo::ReportsAppended,
+    undo::ReportTaken, undo::AttemptAppended, undo::DedupeChanged,
+    undo::ScheduleChanged, undo::ChildLinkChanged, undo::ChildReportsAppended,
+    undo::ChildReportDeleted>;
 // Entries stay small: bulky old values go on the side stacks.
 static_assert(sizeof(UndoEntry) <= 48);
 
@@ -316,10 +305,10 @@ class UndoLog {
   size_t detached_rows_ = 0;
   std::tuple<std::vector<SavedRunFields>, std::vector<SavedStepFields>,
              std::vector<SavedTaskFields>, std::vector<SavedWorker>,
-             std::vector<OutboxReport>, std::vector<SavedMessage>,
-             std::vector<SavedDedupe>, std::vector<SavedFlow>,
-             std::vector<SavedAlias>, std::vector<SavedSchedule>,
-             std::vector<SavedChildLink>, std::vector<ChildReport>>
+             std::vector<OutboxReport>, std::vector<SavedDedupe>,
+             std::vector<SavedFlow>, std::vector<SavedAlias>,
+             std::vector<SavedSchedule>, std::vector<SavedChildLink>,
+             std::vector<ChildReport>>
       saved_;
 };
 

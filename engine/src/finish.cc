@@ -288,9 +288,9 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     absl::Status failure = result.outcome.status();
     if (result.outcome.ok()) {
       // A FanOut without children completes at once with no results.
-      const Json output = result.outcome->is_fan_out()
-                              ? Json(boost::json::array())
-                              : result.outcome->output();
+      static const Json* const kNoResults = new Json(boost::json::array());
+      const Json& output =
+          result.outcome->is_fan_out() ? *kNoResults : result.outcome->output();
       failure =
           PlanOutput(output, step, options.max_payload_bytes, next, plan, now);
     }

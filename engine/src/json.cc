@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "boost/json/serialize.hpp"
+#include "boost/json/serializer.hpp"
 #include "sluice/internal/json_text.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -104,7 +105,15 @@ absl::Status CheckPayloadSize(const Json& value, std::string_view what,
                               size_t max_bytes) {
   // Cheap for the common small payload: scalars never come close.
   if (!value.is_structured() && !value.is_string()) return absl::OkStatus();
-  size_t size = boost::json::serialize(value).size();
+  // Counted through a small buffer rather than serialized whole: every
+  // handler output passes here, and the text itself is not needed.
+  boost::json::serializer serializer;
+  serializer.reset(&value);
+  char buffer[4096];
+  size_t size = 0;
+  while (!serializer.done()) {
+    size += serializer.read(buffer, sizeof(buffer)).size();
+  }
   if (size > max_bytes) {
     return absl::InvalidArgumentError(StrCat(
         what, " is ", size, " bytes, over the limit of ", max_bytes, " bytes"));

@@ -70,7 +70,7 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
   RunProgress progress(context, std::move(run), std::move(steps),
                        /*fresh=*/true, /*payloads_loaded=*/true);
   progress.not_before_ = settings.not_before;
-  progress.Emit(EventKind::kRunStarted, -1, progress.run_.input);
+  progress.Emit(EventKind::kRunStarted, -1, &progress.run_.input);
   return progress;
 }
 
@@ -101,8 +101,8 @@ RunProgress::RunProgress(Context context, RunRecord run,
   }
 }
 
-void RunProgress::Emit(EventKind kind, int step, std::optional<Json> value,
-                       std::string error, SkipReason reason) {
+void RunProgress::Emit(EventKind kind, int step, const Json* value,
+                       std::string_view error, SkipReason reason) {
   if (ctx_.runs != nullptr && step < 0) {
     ctx_.runs->Add(run_.flow_slug, RunStatusOf(kind));
   }
@@ -112,8 +112,8 @@ void RunProgress::Emit(EventKind kind, int step, std::optional<Json> value,
   e.run_id = run_.run_id;
   e.flow_slug = run_.flow_slug;
   if (step >= 0) e.step_slug = ctx_.flow.step(step).shape->slug;
-  e.value = std::move(value);
-  e.error = std::move(error);
+  if (value != nullptr) e.value = *value;
+  e.error = std::string(error);
   e.skip_reason = reason;
   e.at = ctx_.now;
   ctx_.events->push_back(std::move(e));
@@ -299,7 +299,7 @@ absl::Status RunProgress::CompleteStep(int step, Json output) {
   }
   st.output = std::move(output);
   MarkDirty(step);
-  Emit(EventKind::kStepCompleted, step, st.output);
+  Emit(EventKind::kStepCompleted, step, &*st.output);
   AddRemainingSteps(-1);
   return ReleaseDependents(step);
 }
@@ -338,7 +338,7 @@ absl::Status RunProgress::SkipStep(int step, SkipReason reason,
   st.finished_at = ctx_.now;
   st.output.reset();  // a signal held for it is dropped
   MarkDirty(step);
-  Emit(EventKind::kStepSkipped, step, std::nullopt, error, reason);
+  Emit(EventKind::kStepSkipped, step, nullptr, error, reason);
   SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(step, TaskStatus::kSkipped));
   AddRemainingSteps(-1);
   return ReleaseDependents(step);
@@ -365,7 +365,7 @@ absl::Status RunProgress::SkipCascade(int step, SkipReason reason,
     st.finished_at = ctx_.now;
     st.output.reset();  // a signal held for it is dropped
     MarkDirty(i);
-    Emit(EventKind::kStepSkipped, i, std::nullopt, st.error, st.skip_reason);
+    Emit(EventKind::kStepSkipped, i, nullptr, st.error, st.skip_reason);
     SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(i, TaskStatus::kSkipped));
     ++skipped;
   }
@@ -380,7 +380,7 @@ absl::Status RunProgress::FailStep(int step, const std::string& error) {
   st.finished_at = ctx_.now;
   st.output.reset();  // a signal held for it is dropped
   MarkDirty(step);
-  Emit(EventKind::kStepFailed, step, std::nullopt, error);
+  Emit(EventKind::kStepFailed, step, nullptr, error);
   return EndRun(RunStatus::kFailed, error);
 }
 
@@ -391,7 +391,7 @@ absl::Status RunProgress::EndRun(RunStatus status, const std::string& error) {
   run_dirty_ = true;
   Emit(status == RunStatus::kCancelled ? EventKind::kRunCancelled
                                        : EventKind::kRunFailed,
-       -1, std::nullopt, error);
+       -1, nullptr, error);
   SLUICE_RETURN_IF_ERROR(EndUnfinishedTasks(-1, TaskStatus::kCancelled));
   for (int i = 0; i < ctx_.flow.step_count(); ++i) {
     StepStateRecord& st = state(i);
@@ -467,7 +467,7 @@ absl::Status RunProgress::MaybeCompleteRun() {
   run_.output = Json(std::move(output));
   run_.finished_at = ctx_.now;
   run_dirty_ = true;
-  Emit(EventKind::kRunCompleted, -1, run_.output);
+  Emit(EventKind::kRunCompleted, -1, &*run_.output);
   return absl::OkStatus();
 }
 

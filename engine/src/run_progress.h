@@ -111,8 +111,11 @@ class RunProgress {
 
   StepStateRecord& state(int step) { return steps_[step]; }
   void MarkDirty(int step) { dirty_[step] = true; }
-  void Emit(EventKind kind, int step, std::optional<Json> value = std::nullopt,
-            std::string error = "", SkipReason reason = SkipReason::kNone);
+  // Copies `value` (null: none) and `error` only when someone subscribes
+  // to events: most engines have no subscriber, and a run's input and
+  // outputs are the bulk of its cost.
+  void Emit(EventKind kind, int step, const Json* value = nullptr,
+            std::string_view error = "", SkipReason reason = SkipReason::kNone);
 
   // Counter moves: in memory, and for a stored run recorded as deltas.
   void AddRemainingTasks(int step, int delta);
