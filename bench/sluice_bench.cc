@@ -1,6 +1,6 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
-//   sluice-bench --backend URL --workload W1|W2|W3|W4 [--no-baseline]
+//   sluice-bench --backend URL --workload W1|W2|W3|W4|W5 [--no-baseline]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
@@ -11,6 +11,8 @@
 // W4: 20,000 jobs through Enqueue (priorities 0-9, every tenth with a
 //     dedupe key), one worker at concurrency 10, measured next to W1 in the
 //     same run: the job layer's cost over plain runs.
+// W5: one handler fans out 10,000 children, next to the same jobs through
+//     EnqueueMany in the same run (see fanout_workload.h).
 //
 // The last line is:
 //   RESULT workload=W1 backend=<name> tasks_per_s=<n> [baseline_per_s=<b>
@@ -18,6 +20,8 @@
 //   RESULT workload=W3 backend=<name> p50_ms=<x> p99_ms=<y> wake=<path>
 //   [baseline_p50_ms=<b> ratio=<r>]
 //   RESULT workload=W4 backend=<name> jobs_per_s=<n> w1_per_s=<w> ratio=<r>
+//   RESULT workload=W5 backend=<name> children=<n> per_child_us=<f>
+//   enqueue_many_per_job_us=<e> ratio=<f/e>
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
 // postgres_support.h), so the ratio survives a noisy machine.
@@ -34,6 +38,7 @@
 #include "absl/time/clock.h"
 #include "baseline.h"
 #include "boost/json.hpp"
+#include "fanout_workload.h"
 #include "latency_workload.h"
 #include "postgres_support.h"
 #include "sluice/backends.h"
@@ -192,8 +197,9 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
     }
   }
   if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3" &&
-      o.workload != "W4") {
-    return absl::InvalidArgumentError("--workload must be W1, W2, W3 or W4");
+      o.workload != "W4" && o.workload != "W5") {
+    return absl::InvalidArgumentError(
+        "--workload must be W1, W2, W3, W4 or W5");
   }
   return o;
 }
@@ -303,6 +309,38 @@ int RunJobs(const Options& options) {
   return 0;
 }
 
+// W5: EnqueueMany first (the baseline), then the fan-out, on fresh storage
+// each.
+int RunFanOut(const Options& options) {
+  constexpr int kChildren = 10'000;
+  absl::StatusOr<std::string> fresh = FreshUrl(options.backend, ".baseline");
+  if (!fresh.ok()) return Report(fresh.status());
+  absl::StatusOr<FanOutTiming> many = RunEnqueueManyWorkload(*fresh, kChildren);
+  if (!many.ok()) return Report(many.status());
+  std::printf(
+      "EnqueueMany: %d jobs in one call, first handler after %.1f ms, "
+      "all done after %.1f ms\n",
+      kChildren, absl::ToDoubleMilliseconds(many->first_start),
+      absl::ToDoubleMilliseconds(many->total));
+  fresh = FreshUrl(options.backend, "");
+  if (!fresh.ok()) return Report(fresh.status());
+  absl::StatusOr<FanOutTiming> fan = RunFanOutWorkload(*fresh, kChildren);
+  if (!fan.ok()) return Report(fan.status());
+  std::printf(
+      "fan-out: %d children of one handler, first child after %.1f "
+      "ms, parent settled after %.1f ms\n",
+      kChildren, absl::ToDoubleMilliseconds(fan->first_start),
+      absl::ToDoubleMilliseconds(fan->total));
+  const double per_child = absl::ToDoubleMicroseconds(fan->total) / kChildren;
+  const double per_job = absl::ToDoubleMicroseconds(many->total) / kChildren;
+  std::printf(
+      "RESULT workload=W5 backend=%s children=%d per_child_us=%.1f "
+      "enqueue_many_per_job_us=%.1f ratio=%.2f\n",
+      BackendName(options.backend).c_str(), kChildren, per_child, per_job,
+      per_child / per_job);
+  return 0;
+}
+
 int RunLatency(const Options& options) {
   constexpr int kJobs = 200;
   double baseline_p50 = 0;
@@ -344,11 +382,12 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
-                 "--workload W1|W2|W3|W4 [--no-baseline]\n",
+                 "--workload W1|W2|W3|W4|W5 [--no-baseline]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
   if (options->workload == "W3") return RunLatency(*options);
   if (options->workload == "W4") return RunJobs(*options);
+  if (options->workload == "W5") return RunFanOut(*options);
   return RunThroughput(*options);
 }
