@@ -29,7 +29,7 @@ inline constexpr int kFanOutChildren = 50;
 inline constexpr char kFanOutQueue[] = "fan";
 // A task's lease: a killed worker's tasks are taken back this long after
 // their claim (plus the stall sweeper's period).
-inline constexpr absl::Duration kFanOutTimeout = absl::Seconds(2);
+inline constexpr absl::Duration kFanOutTimeout = absl::Seconds(4);
 
 // The side table's name on a connection of backend `backend` ("sqlite" or
 // "postgres"; Postgres keeps it out of Sluice's own schema).

@@ -54,9 +54,9 @@ int main(int argc, char** argv) {
   WorkerOptions options;
   options.worker_id = argv[2];
   options.concurrency = 8;
-  options.batch_size = 10;
+  options.batch_size = 25;
   options.poll_interval = absl::Milliseconds(20);
-  options.heartbeat_interval = absl::Milliseconds(300);
+  options.heartbeat_interval = absl::Milliseconds(500);
   options.sweep_interval = absl::Milliseconds(500);
   const Flow parent = testing::FanParentFlow();
   const Job child = testing::FanChildJob();
