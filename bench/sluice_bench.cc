@@ -1,6 +1,6 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
-//   sluice-bench --backend URL --workload W1|W2|W3|W4|W6 [--no-baseline]
+//   sluice-bench --backend URL --workload W1|W2|W3|W4|W5|W6 [--no-baseline]
 //                [--w6-depth N]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
@@ -12,6 +12,8 @@
 // W4: 20,000 jobs through Enqueue (priorities 0-9, every tenth with a
 //     dedupe key), one worker at concurrency 10, measured next to W1 in the
 //     same run: the job layer's cost over plain runs.
+// W5: one handler fans out 10,000 children, next to the same jobs through
+//     EnqueueMany in the same run (see fanout_workload.h).
 // W6: 1,000,000 jobs (--w6-depth) left queued, then W1's jobs on top in the
 //     same queue, next to the same on an empty store (depth_workload.h).
 //
@@ -19,13 +21,15 @@
 //   RESULT workload=<W> backend=<name> value=<v> baseline=<b> ratio=<v/b>
 //   <workload fields> [wal_per_job=.. baseline_wal_per_job=.. hot=..
 //   baseline_hot=..]
-// value is the figure (jobs or tasks per second; p50 ms for W3) and
-// baseline the same-run baseline's. The workload fields are the older
-// names: tasks_per_s / baseline_per_s (W1, W2), p50_ms / p99_ms / wake /
-// baseline_p50_ms (W3), jobs_per_s / w1_per_s (W4), jobs_per_s /
-// empty_per_s / depth (W6). On Postgres, wal_per_job is the WAL the server
-// wrote per job (pg_current_wal_lsn() before and after, cluster-wide) and
-// hot the share of row updates in the measured database that were HOT
+// value is the figure (jobs or tasks per second; p50 ms for W3; W5's
+// microseconds per child, so lower is better there) and baseline the
+// same-run baseline's. The workload fields are the older names:
+// tasks_per_s / baseline_per_s (W1, W2), p50_ms / p99_ms / wake /
+// baseline_p50_ms (W3), jobs_per_s / w1_per_s (W4), children /
+// per_child_us / enqueue_many_per_job_us (W5), jobs_per_s / empty_per_s /
+// depth (W6). On Postgres, wal_per_job is the WAL the server wrote per job
+// (pg_current_wal_lsn() before and after, cluster-wide) and hot the share
+// of row updates in the measured database that were HOT
 // (pg_stat_user_tables); a line before RESULT gives them per table.
 //
 // The baseline, measured in the same process just before, is the simplest
@@ -49,6 +53,7 @@
 #include "baseline.h"
 #include "boost/json.hpp"
 #include "depth_workload.h"
+#include "fanout_workload.h"
 #include "latency_workload.h"
 #include "postgres_support.h"
 #include "sluice/backends.h"
@@ -215,9 +220,9 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
     }
   }
   if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3" &&
-      o.workload != "W4" && o.workload != "W6") {
+      o.workload != "W4" && o.workload != "W5" && o.workload != "W6") {
     return absl::InvalidArgumentError(
-        "--workload must be W1, W2, W3, W4 or W6");
+        "--workload must be W1, W2, W3, W4, W5 or W6");
   }
   return o;
 }
@@ -437,6 +442,41 @@ int RunDepth(const Options& options) {
   return 0;
 }
 
+// W5: EnqueueMany first (the baseline), then the fan-out, on fresh storage
+// each.
+int RunFanOut(const Options& options) {
+  constexpr int kChildren = 10'000;
+  absl::StatusOr<std::string> fresh = FreshUrl(options.backend, ".baseline");
+  if (!fresh.ok()) return Report(fresh.status());
+  absl::StatusOr<FanOutTiming> many = RunEnqueueManyWorkload(*fresh, kChildren);
+  if (!many.ok()) return Report(many.status());
+  std::printf(
+      "EnqueueMany: %d jobs in one call, first handler after %.1f ms, "
+      "all done after %.1f ms\n",
+      kChildren, absl::ToDoubleMilliseconds(many->first_start),
+      absl::ToDoubleMilliseconds(many->total));
+  fresh = FreshUrl(options.backend, "");
+  if (!fresh.ok()) return Report(fresh.status());
+  absl::StatusOr<FanOutTiming> fan = RunFanOutWorkload(*fresh, kChildren);
+  if (!fan.ok()) return Report(fan.status());
+  std::printf(
+      "fan-out: %d children of one handler, first child after %.1f "
+      "ms, parent settled after %.1f ms\n",
+      kChildren, absl::ToDoubleMilliseconds(fan->first_start),
+      absl::ToDoubleMilliseconds(fan->total));
+  const double per_child = absl::ToDoubleMicroseconds(fan->total) / kChildren;
+  const double per_job = absl::ToDoubleMicroseconds(many->total) / kChildren;
+  Outcome o{.workload = "W5",
+            .backend = BackendName(options.backend),
+            .value = per_child,
+            .baseline = per_job};
+  o.fields = absl::StrFormat(
+      " children=%d per_child_us=%.1f enqueue_many_per_job_us=%.1f",
+      kChildren, per_child, per_job);
+  PrintResult(o);
+  return 0;
+}
+
 int RunLatency(const Options& options) {
   constexpr int kJobs = 200;
   Outcome o{.workload = "W3", .backend = BackendName(options.backend)};
@@ -484,13 +524,14 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
-                 "--workload W1|W2|W3|W4|W6 [--no-baseline] "
+                 "--workload W1|W2|W3|W4|W5|W6 [--no-baseline] "
                  "[--w6-depth N]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
   if (options->workload == "W3") return RunLatency(*options);
   if (options->workload == "W4") return RunJobs(*options);
+  if (options->workload == "W5") return RunFanOut(*options);
   if (options->workload == "W6") return RunDepth(*options);
   return RunThroughput(*options);
 }
