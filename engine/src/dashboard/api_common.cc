@@ -93,17 +93,6 @@ Json Payload(const std::optional<Json>& value, size_t max_bytes) {
   return value ? Payload(*value, max_bytes) : Json(nullptr);
 }
 
-std::string_view KindName(StepKind kind) {
-  switch (kind) {
-    case StepKind::kSingle:
-      return "single";
-    case StepKind::kMap:
-      return "map";
-    case StepKind::kWait:
-      return "wait";
-  }
-  return "single";
-}
 
 absl::StatusOr<RunId> ParseRunIdParam(std::string_view text) {
   absl::StatusOr<RunId> id = RunId::Parse(text);

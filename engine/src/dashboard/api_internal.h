@@ -45,8 +45,6 @@ absl::StatusOr<absl::Time> ParseTime(std::string_view text,
 // {"truncated": true, "bytes": N, "preview": "<first ~1 KiB>"}.
 Json Payload(const Json& value, size_t max_bytes);
 Json Payload(const std::optional<Json>& value, size_t max_bytes);
-// "single", "map" or "wait".
-std::string_view KindName(StepKind kind);
 // Parses the id in a /api/runs/<id> path; kInvalidArgument naming it.
 absl::StatusOr<RunId> ParseRunIdParam(std::string_view text);
 

@@ -167,7 +167,7 @@ boost::json::object GraphJson(const RunView& view, const FlowEntry* flow) {
         {"slug", state.step_slug},
         {"depends_on",
          shape ? StringArray(shape->spec.depends_on) : boost::json::array()},
-        {"kind", KindName(kind)},
+        {"kind", ToString(kind)},
         {"status", ToString(state.status)},
         {"done", done},
         {"total", std::move(total)}});
@@ -225,7 +225,7 @@ boost::json::array StepsJson(const FlowShape& shape) {
     steps.emplace_back(
         boost::json::object{{"slug", step.slug},
                             {"depends_on", StringArray(step.spec.depends_on)},
-                            {"kind", KindName(step.kind)}});
+                            {"kind", ToString(step.kind)}});
   }
   return steps;
 }
