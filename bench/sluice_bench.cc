@@ -471,8 +471,8 @@ int RunFanOut(const Options& options) {
             .value = per_child,
             .baseline = per_job};
   o.fields = absl::StrFormat(
-      " children=%d per_child_us=%.1f enqueue_many_per_job_us=%.1f",
-      kChildren, per_child, per_job);
+      " children=%d per_child_us=%.1f enqueue_many_per_job_us=%.1f", kChildren,
+      per_child, per_job);
   PrintResult(o);
   return 0;
 }

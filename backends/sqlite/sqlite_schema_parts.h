@@ -399,9 +399,9 @@ CREATE TABLE schedules (
                                         ""};
 
 inline constexpr const TableSchema* kSchema[] = {
-    &kFlows,   &kAliases,    &kQueues,      &kMessages, &kArchivedMessages,
-    &kRuns,    &kStepStates, &kTasks,       &kAttempts, &kDedupe,
-    &kOutbox,  &kWorkers,    &kChildLinks,  &kChildReports, &kSchedules,
+    &kFlows,  &kAliases,    &kQueues,     &kMessages,     &kArchivedMessages,
+    &kRuns,   &kStepStates, &kTasks,      &kAttempts,     &kDedupe,
+    &kOutbox, &kWorkers,    &kChildLinks, &kChildReports, &kSchedules,
 };
 
 // Runs `sql` (any number of statements); a failure names `what`.

@@ -218,8 +218,8 @@ class ChildPlanner {
                                        bool fail_fast, absl::Time now,
                                        std::string_view traceparent) {
     if (child.store.empty()) {
-      return PlanChild(impl_, tx_, resolved_[child.store], parent, index,
-                       child, depth, fail_fast, now, traceparent);
+      return PlanChild(impl_, tx_, resolved_[child.store], parent, index, child,
+                       depth, fail_fast, now, traceparent);
     }
     Engine* peer = impl_.Peer(child.store);
     if (peer == nullptr) {

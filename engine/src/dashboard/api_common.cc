@@ -93,7 +93,6 @@ Json Payload(const std::optional<Json>& value, size_t max_bytes) {
   return value ? Payload(*value, max_bytes) : Json(nullptr);
 }
 
-
 absl::StatusOr<RunId> ParseRunIdParam(std::string_view text) {
   absl::StatusOr<RunId> id = RunId::Parse(text);
   if (!id.ok() || id->IsNil()) {
