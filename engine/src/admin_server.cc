@@ -2,6 +2,8 @@
 // (docs/decisions/0034-metrics-and-admin-listener.md).
 #include "sluice/admin_server.h"
 
+#include <sys/socket.h>
+
 #include <atomic>
 #include <thread>
 
@@ -21,11 +23,24 @@ absl::Status CheckStore(Engine& engine) {
   return (*tx)->GetFlow("sluice_healthz").status();
 }
 
+// The listen backlog the admin listener asks for. Debian's compiled
+// libcpp-httplib listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG is
+// baked into the .so, so defining the macro here changes nothing): dozens
+// of dashboard clients connecting at once overflowed it, and each dropped
+// SYN cost its client a retransmission a second later.
+constexpr int kListenBacklog = 128;
+
 }  // namespace
 
 class AdminServer::Impl {
  public:
   explicit Impl(Engine& engine) : engine_(engine) {
+    // httplib calls this for the listening socket only, before bind; the
+    // default options (address and port reuse) are kept.
+    server_.set_socket_options([this](socket_t fd) {
+      httplib::default_socket_options(fd);
+      listen_fd_ = fd;
+    });
     server_.Get("/metrics",
                 [this](const httplib::Request&, httplib::Response& response) {
                   response.set_content(WritePrometheusText(engine_.Metrics()),
@@ -45,6 +60,12 @@ class AdminServer::Impl {
   }
 
   httplib::Server& server() { return server_; }
+
+  // Listens again with kListenBacklog once bound: on Linux, listen() on a
+  // socket that already listens just sets its backlog.
+  void WidenBacklog() {
+    if (listen_fd_ >= 0) ::listen(listen_fd_, kListenBacklog);
+  }
 
   // Returns once the listener runs (or has already given up), so that a
   // Stop() right after cannot come before it and be missed.
@@ -69,6 +90,7 @@ class AdminServer::Impl {
  private:
   Engine& engine_;
   httplib::Server server_;
+  socket_t listen_fd_ = -1;  // set while binding
   std::thread thread_;
   std::atomic<bool> listener_done_{false};
   absl::Mutex mu_;
@@ -95,6 +117,7 @@ absl::StatusOr<std::unique_ptr<AdminServer>> AdminServer::Start(
         "admin server: can't listen on ", options.address, ":", options.port,
         " (the port is in use, or the address is not this host's)"));
   }
+  impl->WidenBacklog();
   impl->Serve();
   return std::unique_ptr<AdminServer>(
       new AdminServer(std::move(impl), std::move(options.address), port));
