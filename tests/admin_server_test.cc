@@ -3,9 +3,6 @@
 // with the counters matching the runs; /healthz.
 #include "sluice/admin_server.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,6 +16,7 @@
 #include "sluice/job.h"
 #include "support/postgres_test_database.h"
 #include "support/prometheus_checker.h"
+#include "support/scratch_store.h"
 
 namespace sluice {
 namespace {
@@ -31,29 +29,13 @@ constexpr int kJobs = 1000;
 class AdminServerTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
-    std::string url;
-    if (GetParam() == "postgres") {
-      if (testing::PostgresTestUrl().empty()) {
-        GTEST_SKIP() << testing::kPostgresSkipMessage;
-      }
-      absl::StatusOr<std::unique_ptr<testing::TestDatabase>> db =
-          testing::TestDatabase::Create();
-      ASSERT_TRUE(db.ok()) << db.status();
-      database_ = std::move(*db);
-      url = database_->url();
-    } else {
-      char dir[] = "/tmp/sluice-admin-XXXXXX";
-      ASSERT_NE(mkdtemp(dir), nullptr);
-      temp_dir_ = dir;
-      url = "sqlite:" + temp_dir_ + "/sluice.db";
+    if (testing::ScratchStore::Unavailable(GetParam())) {
+      GTEST_SKIP() << testing::kPostgresSkipMessage;
     }
-    absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url);
-    ASSERT_TRUE(backend.ok()) << backend.status();
-    backend_ = std::move(*backend);
-  }
-
-  void TearDown() override {
-    if (!temp_dir_.empty()) std::filesystem::remove_all(temp_dir_);
+    absl::StatusOr<std::unique_ptr<testing::ScratchStore>> store =
+        testing::ScratchStore::Open(GetParam());
+    ASSERT_TRUE(store.ok()) << store.status();
+    store_ = std::move(*store);
   }
 
   // GETs `path`; the test fails if the server does not answer.
@@ -76,13 +58,12 @@ class AdminServerTest : public ::testing::TestWithParam<std::string> {
     return text;
   }
 
-  std::unique_ptr<testing::TestDatabase> database_;
-  std::string temp_dir_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<testing::ScratchStore> store_;
 };
 
 TEST_P(AdminServerTest, ScrapesWhileAThousandJobsRun_CountersMatchTheRuns) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(store_->backend());
   ASSERT_TRUE(engine.ok()) << engine.status();
   // Handlers wait until the test has scraped a worker mid-run.
   absl::Notification release;
@@ -167,7 +148,8 @@ TEST_P(AdminServerTest, ScrapesWhileAThousandJobsRun_CountersMatchTheRuns) {
 }
 
 TEST_P(AdminServerTest, Healthz_IsOkWhileTheStoreAnswers) {
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(store_->backend());
   ASSERT_TRUE(engine.ok()) << engine.status();
   absl::StatusOr<std::unique_ptr<AdminServer>> server =
       AdminServer::Start(**engine);

@@ -1,8 +1,5 @@
 #include "dashboard_api_fixture.h"
 
-#include <stdlib.h>
-
-#include <filesystem>
 #include <utility>
 
 #include "absl/time/clock.h"
@@ -12,23 +9,15 @@
 namespace sluice::testing {
 
 void DashboardApiTest::SetUp() {
-  std::string url = "memory:";
-  if (GetParam() == "postgres") {
-    if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
-    absl::StatusOr<std::unique_ptr<TestDatabase>> db = TestDatabase::Create();
-    ASSERT_TRUE(db.ok()) << db.status();
-    database_ = std::move(*db);
-    url = database_->url();
-  } else if (GetParam() == "sqlite") {
-    char dir[] = "/tmp/sluice-dashboard-XXXXXX";
-    ASSERT_NE(mkdtemp(dir), nullptr);
-    temp_dir_ = dir;
-    url = "sqlite:" + temp_dir_ + "/sluice.db";
+  if (ScratchStore::Unavailable(GetParam())) {
+    GTEST_SKIP() << kPostgresSkipMessage;
   }
-  absl::StatusOr<std::unique_ptr<Backend>> backend = OpenBackend(url);
-  ASSERT_TRUE(backend.ok()) << backend.status();
-  backend_ = std::move(*backend);
-  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
+  absl::StatusOr<std::unique_ptr<ScratchStore>> store =
+      ScratchStore::Open(GetParam());
+  ASSERT_TRUE(store.ok()) << store.status();
+  store_ = std::move(*store);
+  absl::StatusOr<std::unique_ptr<Engine>> engine =
+      Engine::Create(store_->backend());
   ASSERT_TRUE(engine.ok()) << engine.status();
   engine_ = std::move(*engine);
 }
@@ -40,8 +29,7 @@ void DashboardApiTest::TearDown() {
   workers_.clear();
   server_.reset();
   engine_.reset();
-  backend_.reset();
-  if (!temp_dir_.empty()) std::filesystem::remove_all(temp_dir_);
+  store_.reset();
 }
 
 void DashboardApiTest::StartServer(DashboardOptions options) {

@@ -19,6 +19,7 @@
 #include "sluice/engine.h"
 #include "sluice/job.h"
 #include "support/postgres_test_database.h"
+#include "support/scratch_store.h"
 
 namespace sluice::testing {
 
@@ -61,9 +62,7 @@ class DashboardApiTest : public ::testing::TestWithParam<std::string> {
   void StartWorker(const Flow& flow);
   void StartWorker(const Job& job);
 
-  std::unique_ptr<TestDatabase> database_;
-  std::string temp_dir_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ScratchStore> store_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<AdminServer> server_;
   std::vector<std::unique_ptr<Worker>> workers_;
