@@ -17,9 +17,12 @@
 namespace sluice::dashboard {
 namespace {
 
-// Live event streams each hold a thread for as long as they are open, so
-// the listener gets more threads than httplib's default.
-constexpr size_t kServerThreads = 24;
+// httplib serves a connection on one thread until it closes, and a
+// connection waiting for a thread waits for whole keep-alive sessions of
+// others. So the listener gets a thread per client it expects at once: a
+// few dozen page and API clients (the benchmark's 64), plus the live
+// event streams, which each hold a thread for as long as they are open.
+constexpr size_t kServerThreads = 80;
 
 // httplib's task queue, told first when the server stops: httplib shuts
 // its task queue down after the listener has closed and then waits for
