@@ -11,7 +11,7 @@
 //   sluice-dashboard-bench [--backend URL] [--runs N] [--requests N]
 //                          [--concurrency C]
 // The default backend is a fresh SQLite file under /tmp. A Postgres URL
-// must name an empty database.
+// must name an empty database; the benchmark migrates it.
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -35,6 +35,7 @@
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/job.h"
+#include "sluice/postgres.h"
 
 namespace sluice::bench {
 namespace {
@@ -158,6 +159,9 @@ int Main(const Options& options) {
     std::filesystem::remove(options.backend.substr(7));
     std::filesystem::remove(options.backend.substr(7) + "-wal");
     std::filesystem::remove(options.backend.substr(7) + "-shm");
+  }
+  if (absl::StartsWith(options.backend, "postgres")) {
+    Check(MigratePostgres(options.backend), "migrate");
   }
   absl::StatusOr<std::unique_ptr<Backend>> backend =
       OpenBackend(options.backend);
