@@ -18,13 +18,17 @@ void CrossStore::SetUp() {
   Open();
 }
 
-void CrossStore::Open() {
+void CrossStore::CloseStores() {
   central_.reset();
   edge_.reset();
   link_.reset();
   central_store_.reset();
   edge_store_.reset();
   database_.reset();
+}
+
+void CrossStore::Open() {
+  CloseStores();
   ended_.clear();
   ++opened_;
   std::string url;
@@ -70,12 +74,7 @@ void CrossStore::Open() {
 }
 
 void CrossStore::TearDown() {
-  central_.reset();
-  edge_.reset();
-  link_.reset();
-  central_store_.reset();
-  edge_store_.reset();
-  database_.reset();
+  CloseStores();
   std::error_code ignored;
   std::filesystem::remove_all(temp_dir_, ignored);
 }
@@ -114,33 +113,6 @@ RunId CrossStore::StartParent(const Json& payload) {
   return started.ok() ? started->run_id : RunId();
 }
 
-int CrossStore::Drive(Engine& engine, const Job& job) {
-  int calls = 0;
-  for (int round = 0; round < 50; ++round) {
-    ClaimRequest request;
-    request.queue = job.options().queue;
-    request.worker_id = "test";
-    request.served.AddFlow(job.flow().shape());
-    request.limit = 100;
-    absl::StatusOr<std::vector<ClaimedTask>> claimed = engine.Claim(request);
-    if (!claimed.ok() || claimed->empty()) break;
-    std::vector<TaskResult> results;
-    for (const ClaimedTask& task : *claimed) {
-      TaskContext context(
-          TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
-                            task.key.task_index, task.attempt,
-                            task.max_attempts, task.deadline},
-          CancelToken());
-      results.push_back(
-          {task.key, task.attempt, job.flow().handler(0)(task.input, context)});
-      ++calls;
-    }
-    absl::StatusOr<FinishOutcome> done = engine.FinishTasks(results);
-    if (done.ok()) (void)engine.ApplyReports(done->report_ids);
-  }
-  return calls;
-}
-
 void CrossStore::Sweep() {
   clock_.Advance(absl::Minutes(2));
   for (Engine* e : {central_.get(), edge_.get()}) {
@@ -168,6 +140,19 @@ bool CrossStore::RunToEnd(const RunId& run) {
     Sweep();
   }
   return false;
+}
+
+void CrossStore::ExpectSettledOnce(const RunId& run) {
+  SCOPED_TRACE(absl::StrCat("parent run ", run.ToString()));
+  EXPECT_EQ(DriveChildren(), 0) << "a child was left to run";
+  absl::StatusOr<int> relayed = central_->RelayChildReports();
+  EXPECT_TRUE(relayed.ok()) << relayed.status();
+  EXPECT_EQ(ChildReportsAtEdge(), 0) << "a report was left at the edge";
+  EXPECT_EQ(TimesEnded(run), 1);
+  for (const ChildLinkRecord& link : LinksOf(ParentTaskOf(run))) {
+    EXPECT_NE(link.status, ChildStatus::kPending) << link.child_index;
+    EXPECT_TRUE(link.cascaded) << link.child_index;
+  }
 }
 
 RunView CrossStore::ParentView(const RunId& run) {

@@ -7,6 +7,7 @@
 #ifndef SLUICE_TESTS_FANOUT_CROSS_STORE_FIXTURE_H_
 #define SLUICE_TESTS_FANOUT_CROSS_STORE_FIXTURE_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -18,6 +19,7 @@
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/fan_out.h"
+#include "support/drive_job.h"
 
 namespace sluice::testing {
 
@@ -29,9 +31,21 @@ class EdgeLink : public FailNthCall {
   void SetDown(bool down) { down_ = down; }
   // Fails every call of `method` ("" for none) until changed.
   void FailEvery(std::string method) { fail_method_ = std::move(method); }
+  // Runs `hook` once, in the calling thread, just before the `n`-th Begin
+  // from now reaches the child store (or is refused while down): a point
+  // between two steps of the engine, to put another call there.
+  void AtBegin(int n, std::function<void()> hook) {
+    hook_at_ = begins_ + n;
+    hook_ = std::move(hook);
+  }
 
  protected:
   absl::Status BeforeBegin() override {
+    if (++begins_ == hook_at_ && hook_) {
+      std::function<void()> hook = std::move(hook_);
+      hook_ = nullptr;  // its own Begins count on, without calling it again
+      hook();
+    }
     if (down_) return absl::UnavailableError("edge store unreachable");
     return FailNthCall::BeforeBegin();
   }
@@ -58,6 +72,9 @@ class EdgeLink : public FailNthCall {
  private:
   bool down_ = false;
   std::string fail_method_;
+  int begins_ = 0;
+  int hook_at_ = 0;
+  std::function<void()> hook_;
 };
 
 using StorePair = std::pair<std::string, std::string>;
@@ -69,6 +86,8 @@ class CrossStore : public ::testing::TestWithParam<StorePair> {
 
   // Builds both backends and engines afresh (for failure-point sweeps).
   void Open();
+  // Drops both engines and backends (and the Postgres database).
+  void CloseStores();
 
   // "child": {"n": n} -> {"doubled": 2n}; {"fail": why} fails for good.
   static Job ChildJob();
@@ -77,17 +96,19 @@ class CrossStore : public ::testing::TestWithParam<StorePair> {
   static Job ParentJob();
 
   RunId StartParent(const Json& payload);
-  // Claims and runs `job`'s handlers on `engine` until nothing is
-  // claimable; errors tolerated. Returns the handler calls.
-  int Drive(Engine& engine, const Job& job);
-  // The children's handlers, through the edge engine.
-  int DriveChildren() { return Drive(*edge_, child_); }
-  int DriveParents() { return Drive(*central_, parent_); }
+  // The children's handlers, through the edge engine, and the parents',
+  // until nothing is claimable; errors tolerated. Return the handler calls.
+  int DriveChildren() { return DriveJob(*edge_, child_); }
+  int DriveParents() { return DriveJob(*central_, parent_); }
   // One sweep of each side's worker, after the clock moved past
   // report_stale_after and every lease.
   void Sweep();
   // Drives both sides until `run` ended and nothing is owed anywhere.
   bool RunToEnd(const RunId& run);
+  // The end state of a parent that ended: no child left to run, after one
+  // more relay pass no report left at the edge, one run-ended event, and
+  // every link settled with no cancel owed.
+  void ExpectSettledOnce(const RunId& run);
 
   RunView ParentView(const RunId& run);
   RunView ChildView(const RunId& child);

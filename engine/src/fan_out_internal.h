@@ -81,7 +81,10 @@ absl::Status CreateChildRun(Engine::Impl& impl, Transaction& tx,
 
 // Creates, in their stores, the children of `links` (cross-store links of
 // one or more parents) that do not exist yet, while their parent task still
-// waits and their link is pending. Idempotent: ids are derived.
+// waits and their link is pending. Idempotent: ids are derived. After
+// their commit the links are read again: children whose parent stopped in
+// between (a cancel, fail-fast) are cancelled in their store
+// (docs/decisions/0039, the double check).
 absl::Status CreateRemoteChildren(Engine::Impl& impl,
                                   std::span<const ChildLinkRecord> links);
 

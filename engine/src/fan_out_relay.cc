@@ -143,6 +143,17 @@ absl::StatusOr<std::vector<int64_t>> ApplySettlements(
   return tx.AppendReports(reports);
 }
 
+// Whether the parents' reports a relay applied wrote child reports (their
+// runs ended and report to their own parents); a failure is logged, and
+// the sweeper applies them.
+bool Reported(Engine::Impl& impl, const absl::StatusOr<bool>& applied) {
+  if (applied.ok()) return *applied;
+  impl.Log(LogLevel::kWarning, StrCat("relay: applying parent reports failed (",
+                                      applied.status().ToString(),
+                                      "); the sweeper will apply them"));
+  return false;
+}
+
 absl::Status CheckLimit(std::string_view what, int limit) {
   if (limit >= 1 && limit <= kMaxBatch) return absl::OkStatus();
   return absl::InvalidArgumentError(
@@ -154,17 +165,19 @@ absl::Status CheckLimit(std::string_view what, int limit) {
 absl::StatusOr<int> Engine::RelayChildReports(int limit) {
   SLUICE_RETURN_IF_ERROR(CheckLimit("RelayChildReports", limit));
   int consumed = 0;
-  // A settled parent's run may end and report to its own parent, and a
-  // cancelled child may owe cancels to its own children: go round until
-  // neither has work.
+  // A cancelled child may owe cancels to its own children: go round until
+  // no cancel is delivered. (A settled parent whose run ended and reported
+  // to its own parent is relayed again inside RelayOnce / RelayPeerOnce.)
   for (int round = 0; round < kMaxRounds; ++round) {
     SLUICE_ASSIGN_OR_RETURN(int relayed, RelayOnce(limit));
     // Children in other stores: a store that does not answer is logged and
     // left to the next pass; the others go on.
+    bool full_page = false;
     for (const auto& [store, peer] : impl_->peers()) {
       absl::StatusOr<int> from_peer = RelayPeerOnce(store, *peer, limit);
       if (from_peer.ok()) {
         relayed += *from_peer;
+        full_page = full_page || *from_peer >= limit;
       } else {
         impl_->Log(LogLevel::kWarning,
                    StrCat("relay: store \"", store,
@@ -174,50 +187,57 @@ absl::StatusOr<int> Engine::RelayChildReports(int limit) {
     }
     SLUICE_ASSIGN_OR_RETURN(int cascaded, CascadeChildCancels(limit));
     consumed += relayed;
-    if (relayed == 0 && cascaded == 0) break;
+    // Another round only if this one left work: delivered cancels (the
+    // children they ended wrote reports) or a full page from a peer. Going
+    // round after every relayed report cost each pass of a large fan-out an
+    // empty round, a peek and a look for owed cancels (decision 0042).
+    if (cascaded == 0 && !full_page) break;
   }
   return consumed;
 }
 
 absl::StatusOr<int> Engine::RelayOnce(int limit) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  const absl::Time now = impl_->Now();
   // Reports owed to a parent in another store are that store's engine's
   // to relay (RelayPeerOnce there); they stay.
   const std::string& own = impl_->options().store_name;
-  absl::StatusOr<std::vector<ChildReport>> peeked = PeekReportsFor(
-      *tx,
-      [&own](const ChildReport& r) {
-        return r.parent_store.empty() || r.parent_store == own;
-      },
-      limit);
-  if (absl::IsUnimplemented(peeked.status())) return 0;
-  if (!peeked.ok()) return peeked.status();
-  if (peeked->empty()) return 0;
-  std::vector<ChildSettlement> settlements;
-  std::vector<int64_t> ids;
-  for (const ChildReport& report : *peeked) {
-    ids.push_back(report.report_id);
-    if (report.parent.run_id.IsNil()) {
-      impl_->Log(LogLevel::kWarning,
-                 StrCat("child report ", report.report_id, " names no parent (",
-                        report.unreadable, "); dropped it"));
-      continue;
+  auto relays = [&own](const ChildReport& r) {
+    return r.parent_store.empty() || r.parent_store == own;
+  };
+  int consumed = 0;
+  // Another pass only while one may have left reports: a full page, or
+  // parents whose runs ended and wrote reports to their own parents.
+  for (int pass = 0; pass < kMaxRounds; ++pass) {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+    const absl::Time now = impl_->Now();
+    absl::StatusOr<std::vector<ChildReport>> peeked =
+        PeekReportsFor(*tx, relays, limit);
+    if (absl::IsUnimplemented(peeked.status())) return consumed;
+    if (!peeked.ok()) return peeked.status();
+    if (peeked->empty()) return consumed;
+    std::vector<ChildSettlement> settlements;
+    std::vector<int64_t> ids;
+    for (const ChildReport& report : *peeked) {
+      ids.push_back(report.report_id);
+      if (report.parent.run_id.IsNil()) {
+        impl_->Log(
+            LogLevel::kWarning,
+            StrCat("child report ", report.report_id, " names no parent (",
+                   report.unreadable, "); dropped it"));
+        continue;
+      }
+      settlements.push_back(SettlementOf(report));
     }
-    settlements.push_back(SettlementOf(report));
+    SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> report_ids,
+                            ApplySettlements(*tx, std::move(settlements), now));
+    SLUICE_RETURN_IF_ERROR(tx->DeleteChildReports(ids));
+    SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+    consumed += static_cast<int>(ids.size());
+    // The push path for the parents' runs; a run that ends here may write
+    // a child report of its own, which the next pass relays.
+    const bool reported = Reported(*impl_, ApplyReportsOnly(report_ids));
+    if (!reported && static_cast<int>(ids.size()) < limit) break;
   }
-  SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> report_ids,
-                          ApplySettlements(*tx, std::move(settlements), now));
-  SLUICE_RETURN_IF_ERROR(tx->DeleteChildReports(ids));
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
-  // The push path for the parents' runs; a run that ends here may write a
-  // child report of its own, which the next round relays.
-  if (absl::Status s = ApplyReportsOnly(report_ids).status(); !s.ok()) {
-    impl_->Log(LogLevel::kWarning,
-               StrCat("relay: applying parent reports failed (", s.ToString(),
-                      "); the sweeper will apply them"));
-  }
-  return static_cast<int>(ids.size());
+  return consumed;
 }
 
 absl::StatusOr<int> Engine::RelayPeerOnce(const std::string& store,
@@ -266,14 +286,15 @@ absl::StatusOr<int> Engine::RelayPeerOnce(const std::string& store,
                       store, "\" failed (", deleted.ToString(),
                       "); they will be applied again, changing nothing"));
   }
-  if (absl::Status s = ApplyReportsOnly(report_ids).status(); !s.ok()) {
-    impl_->Log(LogLevel::kWarning,
-               StrCat("relay: applying parent reports failed (", s.ToString(),
-                      "); the sweeper will apply them"));
+  // A parent here whose run ended may have reported to its own parent
+  // here: relayed now, as RelayOnce would in its next pass.
+  int local = 0;
+  if (Reported(*impl_, ApplyReportsOnly(report_ids))) {
+    SLUICE_ASSIGN_OR_RETURN(local, RelayOnce(limit));
   }
   // Consumed only once deleted: a store that keeps refusing the delete does
   // not keep the relay's rounds going.
-  return deleted.ok() ? static_cast<int>(ids.size()) : 0;
+  return local + (deleted.ok() ? static_cast<int>(ids.size()) : 0);
 }
 
 absl::StatusOr<int> Engine::CascadeChildCancels(int limit) {

@@ -61,9 +61,13 @@ absl::StatusOr<std::vector<const ChildLinkRecord*>> StillWanted(
 }
 
 // Creates the missing children of `links` in one transaction of `peer`.
-absl::Status CreateIn(Engine& peer, std::string_view parent_store,
-                      std::span<const ChildLinkRecord* const> links) {
+// Returns the links whose children this call created.
+absl::StatusOr<std::vector<const ChildLinkRecord*>> CreateIn(
+    Engine& peer, std::string_view parent_store,
+    std::span<const ChildLinkRecord* const> links) {
   Engine::Impl& impl = peer.impl();
+  std::vector<const ChildLinkRecord*> created;
+  if (links.empty()) return created;
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   std::vector<RunId> ids;
   for (const ChildLinkRecord* link : links) ids.push_back(link->child_run_id);
@@ -73,16 +77,53 @@ absl::Status CreateIn(Engine& peer, std::string_view parent_store,
   const absl::Time now = impl.Now();
   WriteBatch writes;
   TransactionEffects effects;
-  bool any = false;
   for (size_t i = 0; i < links.size(); ++i) {
     if (runs[i]) continue;  // created before: ids are derived
     SLUICE_RETURN_IF_ERROR(CreateChildRun(impl, *tx, *links[i], parent_store,
                                           now, writes, effects));
-    any = true;
+    created.push_back(links[i]);
   }
-  if (!any) return absl::OkStatus();
+  if (created.empty()) return created;
   SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
-  return impl.Commit(*tx, std::move(effects));
+  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(effects)));
+  return created;
+}
+
+// The second half of a double check with the cancel path, which commits
+// the parent's cancel (its links leave pending) and only then cancels the
+// children it finds in their store. Here the children are committed in
+// their store first, and only then are their links read again in the
+// parent's store: a cancel (or fail-fast) that committed after
+// StillWanted's read is seen here, and the children it could not find are
+// cancelled now. Whichever side commits second sees the other, so no child
+// of a stopped parent runs to its end unseen, without a lock across stores.
+absl::Status CancelUnwanted(Engine::Impl& impl, Engine& peer,
+                            std::span<const ChildLinkRecord* const> created) {
+  if (created.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<const ChildLinkRecord*> wanted,
+                          StillWanted(impl, created));
+  if (wanted.size() == created.size()) return absl::OkStatus();
+  absl::Status first;
+  size_t next = 0;
+  for (const ChildLinkRecord* link : created) {
+    if (next < wanted.size() && wanted[next] == link) {
+      ++next;
+      continue;
+    }
+    absl::Status s = peer.CancelRun(link->child_run_id, CancelMode::kImmediate);
+    // Ended already (it ran, or the cascade got there first) or gone:
+    // nothing is owed.
+    if (s.ok() || absl::IsFailedPrecondition(s) || absl::IsNotFound(s)) {
+      continue;
+    }
+    if (first.ok()) {
+      first = absl::Status(
+          s.code(), StrCat("cancelling child ", link->child_index, " of task ",
+                           link->parent.run_id.ToString(),
+                           " after its parent stopped: ", s.message()));
+    }
+  }
+  return first;
 }
 
 }  // namespace
@@ -100,8 +141,11 @@ absl::Status CreateRemoteChildren(Engine::Impl& impl,
     } else {
       absl::StatusOr<std::vector<const ChildLinkRecord*>> wanted =
           StillWanted(impl, of_store);
-      s = wanted.ok() ? CreateIn(*peer, impl.options().store_name, *wanted)
+      absl::StatusOr<std::vector<const ChildLinkRecord*>> created =
+          wanted.ok() ? CreateIn(*peer, impl.options().store_name, *wanted)
                       : wanted.status();
+      s = created.ok() ? CancelUnwanted(impl, *peer, *created)
+                       : created.status();
     }
     if (!s.ok() && first.ok()) {
       first = absl::Status(s.code(),

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "fail_nth_backend.h"
 #include "fanout_fixture.h"
+#include "support/drive_job.h"
 
 namespace sluice::testing {
 namespace {
@@ -13,31 +14,13 @@ using ::testing::HasSubstr;
 
 class FanOutCrash : public FanOutConformance {
  protected:
-  // One pass of a worker that may see errors: claims and runs handlers of
-  // `jobs`, records results, then sweeps. Errors are tolerated: recovery is
-  // what is under test.
+  // One pass of a worker that may see errors: one claim of each job's
+  // tasks, run and recorded. Errors are tolerated: recovery is what is
+  // under test.
   void WorkerPass(const std::vector<const Job*>& jobs) {
     for (const Job* job : jobs) {
-      ClaimRequest request;
-      request.queue = job->options().queue;
-      request.worker_id = "crashy";
-      request.served.AddFlow(job->flow().shape());
-      request.limit = 100;
-      absl::StatusOr<std::vector<ClaimedTask>> claimed =
-          engine().Claim(request);
-      if (!claimed.ok()) continue;
-      std::vector<TaskResult> results;
-      for (const ClaimedTask& task : *claimed) {
-        TaskContext context(
-            TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
-                              task.key.task_index, task.attempt,
-                              task.max_attempts, task.deadline},
-            CancelToken());
-        results.push_back({task.key, task.attempt,
-                           job->flow().handler(0)(task.input, context)});
-      }
-      absl::StatusOr<FinishOutcome> done = engine().FinishTasks(results);
-      if (done.ok()) (void)engine().ApplyReports(done->report_ids);
+      ::sluice::testing::DriveJob(engine(), *job,
+                                  {.worker_id = "crashy", .max_rounds = 1});
     }
   }
   void Sweep() {
