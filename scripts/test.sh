@@ -54,9 +54,17 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
-ctest --test-dir build/test --output-on-failure -j2 || status=$?
-./scripts/fuzz.sh "${SLUICE_FUZZ_SECONDS:-15}" || status=$?
+# Each stage's wall time, so that a slow CI run shows where the time went.
+stage() {
+  local name=$1 began=$SECONDS
+  shift
+  "$@" || status=$?
+  echo "test.sh: $name took $((SECONDS - began)) s"
+}
+echo "test.sh: bootstrap, build and Postgres took ${SECONDS} s"
+stage ctest ctest --test-dir build/test --output-on-failure -j2
+stage fuzz ./scripts/fuzz.sh "${SLUICE_FUZZ_SECONDS:-15}"
 if [ "${SLUICE_TSAN:-1}" != 0 ]; then
-  ./scripts/tsan.sh || status=$?
+  stage tsan ./scripts/tsan.sh
 fi
 exit "$status"

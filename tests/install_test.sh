@@ -8,8 +8,10 @@
 #   install_test.sh SOURCE_DIR WORK_DIR CXX_COMPILER [COMPILER_LAUNCHER]
 #
 # WORK_DIR/build is a plain (no sanitizer) Debug build of the libraries and
-# the sluice program, kept between runs so that a rerun only rebuilds what
-# changed (and a first run reuses ccache). SLUICE_INSTALL_TEST_FRESH=1 starts
+# the sluice program, without debug information (-O0 only: compiling and
+# above all linking the example against static libraries with it took most
+# of the test's time, and nothing here reads it), kept between runs so that a
+# rerun only rebuilds what changed (and a first run reuses ccache). SLUICE_INSTALL_TEST_FRESH=1 starts
 # it over. The prefix (WORK_DIR/prefix) and the examples build are new every
 # run.
 # SLUICE_INSTALL_TEST_CMAKE_ARGS adds configure options to that build (for
@@ -37,7 +39,7 @@ step() { echo "install_test: $* ($SECONDS s)"; }
 step "building Sluice in $work/build"
 if [ "${SLUICE_INSTALL_TEST_FRESH:-0}" = 1 ]; then rm -rf "$work/build"; fi
 cmake -S "$source_dir" -B "$work/build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
-  -DSLUICE_SANITIZE=OFF -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
+  -DCMAKE_CXX_FLAGS_DEBUG=-O0 -DSLUICE_SANITIZE=OFF -DSLUICE_BUILD_TESTS=OFF -DSLUICE_BUILD_BENCH=OFF \
   -DCMAKE_CXX_COMPILER="$cxx" "${launcher_args[@]}" "${extra_args[@]}" >/dev/null
 cmake --build "$work/build" -j "$jobs" --target sluice
 
