@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "postgres_jobs_fixture.h"
+#include "sluice/internal/one_trip_claims.h"
 
 namespace sluice::testing {
 namespace {
@@ -322,6 +323,116 @@ TEST_F(PostgresJobsTest, CountTasks_SplitsQueuedByVisibility) {
   EXPECT_EQ(counts.delayed, 0);
   counts = ValueOf(tx->CountTasks("no_such_q", kJobsT0));
   EXPECT_EQ(counts.waiting + counts.delayed + counts.active, 0);
+}
+
+// --- One-trip claims (internal::OneTripClaims) ------------------------------
+
+TEST_F(PostgresJobsTest, ReadMessagesWithTasks_PairsMessagesInClaimOrder) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  std::vector<int64_t> ids = Send("jobs_q", {0, 0, 5});
+  std::vector<TaskRecord> tasks = {MakeTask(1, 0), MakeTask(1, 1)};
+  tasks[0].message_id = ids[0];
+  tasks[1].message_id = ids[2];
+  ASSERT_TRUE(InTransaction([&](Transaction& tx) {
+                return tx.InsertTasks(std::span(tasks));
+              }).ok());
+  std::unique_ptr<Transaction> tx = Begin();
+  auto* one_trip = dynamic_cast<internal::OneTripClaims*>(tx.get());
+  ASSERT_NE(one_trip, nullptr);
+  internal::MessagesWithTasks read = ValueOf(one_trip->ReadMessagesWithTasks(
+      "jobs_q", kJobsT0, 10, At(30), Fields::kAll));
+  ASSERT_EQ(read.messages.size(), 3u);
+  ASSERT_EQ(read.tasks.size(), 3u);
+  EXPECT_EQ(read.messages[0].message_id, ids[2]);  // priority first
+  EXPECT_EQ(read.messages[1].message_id, ids[0]);
+  EXPECT_EQ(read.messages[2].message_id, ids[1]);
+  ASSERT_TRUE(read.tasks[0].has_value());
+  EXPECT_EQ(read.tasks[0]->key.task_index, 1);
+  ASSERT_TRUE(read.tasks[1].has_value());
+  EXPECT_EQ(read.tasks[1]->key.task_index, 0);
+  EXPECT_EQ(SerializeJson(read.tasks[1]->input), "1");
+  EXPECT_EQ(read.tasks[2], std::nullopt);  // a message without a task
+  EXPECT_EQ(read.messages[0].read_count, 1);
+  EXPECT_EQ(read.messages[0].visible_at, At(30));
+  EXPECT_TRUE(read.messages[0].body.is_null());
+  // Read means hidden, as with ReadMessages.
+  read = ValueOf(one_trip->ReadMessagesWithTasks("jobs_q", At(29), 10, At(60),
+                                                 Fields::kAll));
+  EXPECT_THAT(read.messages, IsEmpty());
+}
+
+TEST_F(PostgresJobsTest, UpdateTasksAndCommit_CommitsWithTheEarlierWrites) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  std::vector<int64_t> ids = Send("jobs_q", {0});
+  std::vector<TaskRecord> tasks = {MakeTask(1, 0), MakeTask(1, 1)};
+  ASSERT_TRUE(InTransaction([&](Transaction& tx) {
+                return tx.InsertTasks(std::span(tasks));
+              }).ok());
+  TaskRecord started = tasks[0];
+  started.status = TaskStatus::kStarted;
+  started.attempts = 1;
+  TaskRecord again = started;
+  again.attempts = 2;
+  TaskRecord stale = tasks[1];
+  stale.status = TaskStatus::kStarted;
+  // tasks[0] twice (the second sees the first); tasks[1] with a wrong
+  // expected attempt count.
+  std::vector<TaskUpdate> updates = {
+      {.task = started, .expected_status = TaskStatus::kQueued},
+      {.task = stale,
+       .expected_status = TaskStatus::kQueued,
+       .expected_attempts = 7},
+      {.task = again,
+       .expected_status = TaskStatus::kStarted,
+       .expected_attempts = 1}};
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    std::vector<VisibilityUpdate> hide = {
+        {.message_id = ids[0], .visible_at = At(90)}};
+    ASSERT_TRUE(tx->SetVisibility("jobs_q", hide).ok());
+    auto* one_trip = dynamic_cast<internal::OneTripClaims*>(tx.get());
+    ASSERT_NE(one_trip, nullptr);
+    EXPECT_THAT(ValueOf(one_trip->UpdateTasksAndCommit(std::span(updates))),
+                ElementsAre(true, false, true));
+    EXPECT_EQ(tx->Commit().code(), absl::StatusCode::kFailedPrecondition);
+  }
+  std::unique_ptr<Transaction> tx = Begin();
+  std::vector<TaskKey> keys = {tasks[0].key, tasks[1].key};
+  std::vector<std::optional<TaskRecord>> now =
+      ValueOf(tx->GetTasks(keys, Fields::kNoPayloads));
+  EXPECT_EQ(now[0]->attempts, 2);
+  EXPECT_EQ(now[1]->status, TaskStatus::kQueued);
+  EXPECT_EQ(ValueOf(tx->LookupMessage("jobs_q", ids[0]))->message.visible_at,
+            At(90));
+}
+
+TEST_F(PostgresJobsTest, UpdateTasksAndCommit_FailedUpdate_CommitsNothing) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  std::vector<int64_t> ids = Send("jobs_q", {0});
+  std::vector<TaskRecord> tasks = {MakeTask(1, 0), MakeTask(1, 1)};
+  ASSERT_TRUE(InTransaction([&](Transaction& tx) {
+                return tx.InsertTasks(std::span(tasks));
+              }).ok());
+  // (queue, message id) is unique: taking the other task's fails.
+  TaskRecord bad = tasks[0];
+  bad.message_id = tasks[1].message_id;
+  std::vector<TaskUpdate> updates = {
+      {.task = bad, .expected_status = TaskStatus::kQueued}};
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    std::vector<VisibilityUpdate> hide = {
+        {.message_id = ids[0], .visible_at = At(90)}};
+    ASSERT_TRUE(tx->SetVisibility("jobs_q", hide).ok());
+    auto* one_trip = dynamic_cast<internal::OneTripClaims*>(tx.get());
+    ASSERT_NE(one_trip, nullptr);
+    EXPECT_FALSE(one_trip->UpdateTasksAndCommit(std::span(updates)).ok());
+  }
+  std::unique_ptr<Transaction> tx = Begin();
+  EXPECT_EQ(ValueOf(tx->LookupMessage("jobs_q", ids[0]))->message.visible_at,
+            kJobsT0);
 }
 
 // --- The attempts ledger ----------------------------------------------------

@@ -418,6 +418,8 @@ TEST_F(PostgresBackendTest,
       {queue.set_visibility, {"{5}", "{2030-01-01 00:00:00+00}", "{t}"}},
       {queue.read_all,
        {"2030-01-01 00:00:00+00", "2030-01-01 00:01:00+00", "10", "plans"}},
+      {queue.read_with_tasks_all,
+       {"2030-01-01 00:00:00+00", "2030-01-01 00:01:00+00", "10", "plans"}},
       {queue.lookup, {"5"}},
       {postgres_internal::sql::kCountRuns, {"another_flow"}},
   };

@@ -166,11 +166,26 @@ void Connection::Sync() {
 absl::StatusOr<Result> Connection::Query(std::string_view sql,
                                          const Params& params,
                                          StatementContext context) {
-  Send(sql, params, std::move(context));
-  if (!broken_) pending_.back().wanted = true;
-  Sync();
   Result wanted;
-  absl::Status status = ReadPending(&wanted);
+  Send(sql, params, std::move(context));
+  if (!broken_) pending_.back().result = &wanted;
+  Sync();
+  absl::Status status = ReadPending();
+  if (!status.ok()) return status;
+  return wanted;
+}
+
+absl::StatusOr<Result> Connection::QueryThenControl(
+    std::string_view sql, const Params& params, StatementContext context,
+    std::string_view control, StatementContext control_context,
+    Result& control_result) {
+  Result wanted;
+  Send(sql, params, std::move(context));
+  if (!broken_) pending_.back().result = &wanted;
+  SendControl(control, std::move(control_context));
+  if (!broken_) pending_.back().result = &control_result;
+  Sync();
+  absl::Status status = ReadPending();
   if (!status.ok()) return status;
   return wanted;
 }
@@ -183,11 +198,11 @@ const QueueSql& Connection::StatementsFor(std::string_view queue) {
 
 absl::StatusOr<Result> Connection::QueryControl(std::string_view sql,
                                                 StatementContext context) {
-  SendControl(sql, std::move(context));
-  if (!broken_) pending_.back().wanted = true;
-  Sync();
   Result wanted;
-  absl::Status status = ReadPending(&wanted);
+  SendControl(sql, std::move(context));
+  if (!broken_) pending_.back().result = &wanted;
+  Sync();
+  absl::Status status = ReadPending();
   if (!status.ok()) return status;
   return wanted;
 }
@@ -211,7 +226,7 @@ void Connection::EndTransactionWith(
   while (!pending_.empty() && !broken_) {
     Pending pending = std::move(pending_.front());
     pending_.pop_front();
-    absl::Status status = ReadOne(pending, nullptr);
+    absl::Status status = ReadOne(pending, /*keep=*/false);
     if (!status.ok() && pending.context.operation == "Rollback") {
       broken_ = true;  // don't hand out a connection stuck in a transaction
     }
@@ -222,20 +237,20 @@ void Connection::EndTransactionWith(
 
 absl::Status Connection::Drain() {
   if (!pending_.empty()) Sync();
-  return ReadPending(nullptr);
+  return ReadPending();
 }
 
-absl::Status Connection::ReadPending(Result* wanted) {
+absl::Status Connection::ReadPending() {
   while (!pending_.empty()) {
     Pending pending = std::move(pending_.front());
     pending_.pop_front();
     if (broken_) continue;  // nothing more will arrive
-    Fail(ReadOne(pending, wanted));
+    Fail(ReadOne(pending));
   }
   return std::exchange(failure_, absl::OkStatus());
 }
 
-absl::Status Connection::ReadOne(const Pending& pending, Result* wanted) {
+absl::Status Connection::ReadOne(const Pending& pending, bool keep) {
   Result result(PQgetResult(handle()));
   if (result.get() == nullptr) {
     MarkBroken(pending.context.operation);
@@ -258,7 +273,7 @@ absl::Status Connection::ReadOne(const Pending& pending, Result* wanted) {
     }
   }
   if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
-    if (pending.wanted && wanted != nullptr) *wanted = std::move(result);
+    if (keep && pending.result != nullptr) *pending.result = std::move(result);
     return absl::OkStatus();
   }
   if (pending.kind == Kind::kPrepare) prepared_.erase(pending.sql);

@@ -99,6 +99,16 @@ class Connection {
   // statement queued before it.
   absl::StatusOr<Result> Query(std::string_view sql, const Params& params,
                                StatementContext context);
+  // Query(), with the transaction control statement `control` (COMMIT)
+  // queued behind it in the same round trip; `control_result` receives its
+  // result. A failed statement makes the server skip `control`, and the
+  // failure is what this returns.
+  absl::StatusOr<Result> QueryThenControl(std::string_view sql,
+                                          const Params& params,
+                                          StatementContext context,
+                                          std::string_view control,
+                                          StatementContext control_context,
+                                          Result& control_result);
   // Waits for everything queued; the first failure, if any.
   absl::Status Drain();
   // As Rollback(), but undoes only what followed SAVEPOINT `savepoint`
@@ -124,8 +134,10 @@ class Connection {
   struct Pending {
     Kind kind;
     StatementContext context;
-    std::string sql;      // kPrepare: forgotten again if the prepare fails
-    bool wanted = false;  // kStatement: the result Query() returns
+    std::string sql;  // kPrepare: forgotten again if the prepare fails
+    // kStatement: where its result goes (the caller waiting for it reads
+    // every result pending before returning, so this never dangles).
+    Result* result = nullptr;
   };
 
   explicit Connection(ConnectionHandle connection)
@@ -135,10 +147,10 @@ class Connection {
   const std::string& PreparedName(std::string_view sql,
                                   const StatementContext& context);
   void Sync();
-  // Reads the results of everything pending; `wanted` gets the result of
-  // the statement marked wanted.
-  absl::Status ReadPending(Result* wanted);
-  absl::Status ReadOne(const Pending& pending, Result* wanted);
+  // Reads the results of everything pending into their destinations.
+  absl::Status ReadPending();
+  // With `keep` false, a result is dropped whatever its destination.
+  absl::Status ReadOne(const Pending& pending, bool keep = true);
   void MarkBroken(std::string_view operation);
   void Fail(absl::Status status);
   // Sends `statements` (transaction control) after a sync point and waits

@@ -1,6 +1,7 @@
 #include "pg_queue_sql.h"
 
 #include "absl/strings/ascii.h"
+#include "pg_sql.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
@@ -67,6 +68,19 @@ QueueSql::QueueSql(std::string_view queue) {
       PriorityOf("q."), ", ", SeqOf("q."), ", ", columns);
   read_all = StrCat(read, ", q.message");
   read_no_payloads = read;
+  // The tasks table is not written by the update, so the join sees them as
+  // GetTasksByMessage would; tasks_by_message finds each message's task.
+  const std::string with_tasks = StrCat(
+      "WITH m (claim_priority, claim_seq, msg_id, read_ct, enqueued_at, vt, "
+      "priority) AS (",
+      read,
+      ") SELECT m.claim_priority, m.claim_seq, m.msg_id, m.read_ct, "
+      "m.enqueued_at, m.vt, m.priority, ");
+  const std::string tasks_join =
+      " FROM m LEFT JOIN sluice.tasks AS t ON t.queue_name = $4 AND "
+      "t.message_id = m.msg_id";
+  read_with_tasks_all = StrCat(with_tasks, sql::kTaskAll.view(), tasks_join);
+  read_with_tasks_state = StrCat(with_tasks, sql::kTaskState, tasks_join);
   // to_tail takes a new sequence number; otherwise the message keeps its
   // place.
   set_visibility = StrCat(

@@ -27,6 +27,11 @@ struct QueueSql {
   // then message for kAll.
   std::string read_all;
   std::string read_no_payloads;
+  // The claim's read: read_no_payloads's update, then each message's task
+  // (a left join: NULL task columns where none exists). Rows: read's,
+  // then the task's columns (pg_sql.h kTaskAll or kTaskState).
+  std::string read_with_tasks_all;
+  std::string read_with_tasks_state;
   // $1 msg_id[], $2 vt[], $3 to_tail bool[] (one entry per message).
   std::string set_visibility;
   // $1 now. Rows: at most one (vt).
@@ -47,6 +52,10 @@ struct QueueSql {
 
   const std::string& Read(Fields fields) const {
     return fields == Fields::kAll ? read_all : read_no_payloads;
+  }
+  const std::string& ReadWithTasks(Fields task_fields) const {
+    return task_fields == Fields::kAll ? read_with_tasks_all
+                                       : read_with_tasks_state;
   }
 };
 

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "pg_connection.h"
 #include "sluice/backend.h"
+#include "sluice/internal/one_trip_claims.h"
 #include "sluice/records.h"
 
 namespace sluice::postgres_internal {
@@ -88,8 +89,16 @@ class PgTables {
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasksByMessage(
       std::string_view queue, std::span<const int64_t> message_ids,
       Fields fields);
+  // A transaction control statement (COMMIT) to send behind the last
+  // statement of a call, and where its result goes.
+  struct Control {
+    std::string_view sql;
+    Result* result;
+  };
+  // With `then`, its statement follows the last update in the same round
+  // trip (and is sent alone if there is nothing to update).
   absl::StatusOr<std::vector<bool>> UpdateTasks(
-      std::span<const TaskUpdate> updates);
+      std::span<const TaskUpdate> updates, const Control* then = nullptr);
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index, Fields fields);
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const RunId& run_id);
@@ -143,6 +152,9 @@ class PgTables {
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<const OutgoingMessage> messages,
       absl::Time now);
+  absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until, Fields task_fields);
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields fields);

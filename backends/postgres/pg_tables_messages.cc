@@ -1,5 +1,6 @@
 // Queue messages, in pgmq's tables, with the caller's times.
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -18,12 +19,18 @@ absl::Status MissingQueue(std::string_view operation, std::string_view queue) {
 }
 
 // A read message with its claim order as stored: NULL (a message another
-// pgmq client sent) sorts last, as in the claim index.
+// pgmq client sent) sorts last, as in the claim index; and its task, when
+// read with it.
 struct ClaimedMessage {
   std::optional<int64_t> priority;
   std::optional<int64_t> seq;
   MessageRecord record;
+  std::optional<TaskRecord> task;
 };
+
+// The first column of a read's task columns (after claim priority, seq and
+// the message's columns without payloads).
+constexpr int kReadTaskColumn = 7;
 
 std::optional<int64_t> ReadOptionalInt(Row& row) {
   if (row.IsNull()) {
@@ -45,6 +52,31 @@ bool InClaimOrder(const ClaimedMessage& a, const ClaimedMessage& b) {
     return *a.seq < *b.seq;
   }
   return a.record.message_id < b.record.message_id;
+}
+
+// A read's rows, in claim order; with `task_fields`, each with its task.
+absl::StatusOr<std::vector<ClaimedMessage>> ReadClaimed(
+    const Result& result, Fields fields, std::optional<Fields> task_fields) {
+  std::vector<ClaimedMessage> claimed;
+  claimed.reserve(result.rows());
+  for (int i = 0; i < result.rows(); ++i) {
+    Row row = result.row(i);
+    ClaimedMessage message;
+    message.priority = ReadOptionalInt(row);
+    message.seq = ReadOptionalInt(row);
+    SLUICE_RETURN_IF_ERROR(row.status());
+    SLUICE_ASSIGN_OR_RETURN(message.record,
+                            ReadMessage(result.row(i, 2), fields));
+    // A left join: a message without a task has NULL task columns.
+    if (task_fields && !result.row(i, kReadTaskColumn).IsNull()) {
+      SLUICE_ASSIGN_OR_RETURN(
+          message.task, ReadTask(result.row(i, kReadTaskColumn), *task_fields));
+    }
+    claimed.push_back(std::move(message));
+  }
+  // RETURNING promises no order: put them back in claim order.
+  std::sort(claimed.begin(), claimed.end(), InClaimOrder);
+  return claimed;
 }
 
 }  // namespace
@@ -103,32 +135,47 @@ absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
     if (!exists) return MissingQueue(kOperation, queue);
     return std::vector<MessageRecord>();
   }
-  const QueueSql& statements = connection_.StatementsFor(queue);
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
-      Query(statements.Read(fields),
+      Query(connection_.StatementsFor(queue).Read(fields),
             Params().Time(now).Time(visible_until).Int(limit).Text(queue),
             kOperation, queue));
-  // RETURNING promises no order: put them back in claim order.
-  std::vector<ClaimedMessage> claimed;
-  claimed.reserve(result.rows());
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    ClaimedMessage message;
-    message.priority = ReadOptionalInt(row);
-    message.seq = ReadOptionalInt(row);
-    SLUICE_RETURN_IF_ERROR(row.status());
-    SLUICE_ASSIGN_OR_RETURN(message.record,
-                            ReadMessage(result.row(i, 2), fields));
-    claimed.push_back(std::move(message));
-  }
-  std::sort(claimed.begin(), claimed.end(), InClaimOrder);
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ClaimedMessage> claimed,
+                          ReadClaimed(result, fields, std::nullopt));
   std::vector<MessageRecord> messages;
   messages.reserve(claimed.size());
   for (ClaimedMessage& message : claimed) {
     messages.push_back(std::move(message.record));
   }
   return messages;
+}
+
+absl::StatusOr<internal::MessagesWithTasks> PgTables::ReadMessagesWithTasks(
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields task_fields) {
+  constexpr std::string_view kOperation = "ReadMessagesWithTasks";
+  SawTime(now);
+  if (limit <= 0) {
+    SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
+    if (!exists) return MissingQueue(kOperation, queue);
+    return internal::MessagesWithTasks();
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result,
+      Query(connection_.StatementsFor(queue).ReadWithTasks(task_fields),
+            Params().Time(now).Time(visible_until).Int(limit).Text(queue),
+            kOperation, queue));
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<ClaimedMessage> claimed,
+      ReadClaimed(result, Fields::kNoPayloads, task_fields));
+  internal::MessagesWithTasks read;
+  read.messages.reserve(claimed.size());
+  read.tasks.reserve(claimed.size());
+  for (ClaimedMessage& message : claimed) {
+    read.messages.push_back(std::move(message.record));
+    read.tasks.push_back(std::move(message.task));
+  }
+  return read;
 }
 
 absl::Status PgTables::SetVisibility(

@@ -153,10 +153,16 @@ PgTables::GetTasksByMessage(std::string_view queue,
 }
 
 absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
-    std::span<const TaskUpdate> updates) {
+    std::span<const TaskUpdate> updates, const Control* then) {
   std::vector<bool> applied(updates.size(), false);
-  for (const UpdateGroup& group : GroupUpdates(updates)) {
-    if (group.positions.empty()) continue;
+  std::vector<UpdateGroup> groups = GroupUpdates(updates);
+  std::erase_if(groups,
+                [](const UpdateGroup& g) { return g.positions.empty(); });
+  if (groups.empty() && then != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(
+        *then->result, connection_.QueryControl(then->sql, {"Commit", {}}));
+  }
+  for (const UpdateGroup& group : groups) {
     ArrayLiteral ids, steps, indexes, statuses, attempts, errors, started,
         finished, stalls, requeued, workers, outputs, expected_statuses,
         expected_attempts, budgets, cancels, message_ids;
@@ -187,11 +193,16 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
           &expected_attempts, &budgets, &cancels, &message_ids}) {
       params.Array(std::move(*column));
     }
-    SLUICE_ASSIGN_OR_RETURN(
-        Result result,
-        Query(group.skip_if_locked ? sql::kUpdateTasksSkipLocked.view()
-                                   : sql::kUpdateTasks.view(),
-              params, "UpdateTasks"));
+    const std::string_view statement = group.skip_if_locked
+                                           ? sql::kUpdateTasksSkipLocked.view()
+                                           : sql::kUpdateTasks.view();
+    // The last group carries `then` in its round trip.
+    SLUICE_ASSIGN_OR_RETURN(Result result,
+                            then != nullptr && &group == &groups.back()
+                                ? connection_.QueryThenControl(
+                                      statement, params, {"UpdateTasks", {}},
+                                      then->sql, {"Commit", {}}, *then->result)
+                                : Query(statement, params, "UpdateTasks"));
     for (int i = 0; i < result.rows(); ++i) {
       applied[group.positions[result.row(i).Int() - 1]] = true;
     }

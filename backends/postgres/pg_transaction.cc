@@ -51,13 +51,34 @@ absl::StatusOr<std::unique_ptr<Transaction>> PostgresTransaction::Begin(
 absl::Status PostgresTransaction::Commit() {
   SLUICE_RETURN_IF_ERROR(CheckUsable());
   // COMMIT travels with the writes still queued, and drains them.
-  const bool borrowed = pool_.borrowed();
-  absl::StatusOr<Result> commit = connection_->QueryControl(
-      borrowed ? StrCat("RELEASE SAVEPOINT ", kSavepoint) : "COMMIT",
-      {"Commit", {}});
-  absl::Status status = commit.status();
-  if (status.ok() && commit->command_status() !=
-                         std::string_view(borrowed ? "RELEASE" : "COMMIT")) {
+  absl::StatusOr<Result> commit =
+      connection_->QueryControl(CommitStatement(), {"Commit", {}});
+  if (!commit.ok()) return Committed(commit.status(), Result());
+  return Committed(absl::OkStatus(), *commit);
+}
+
+absl::StatusOr<std::vector<bool>> PostgresTransaction::UpdateTasksAndCommit(
+    std::span<TaskUpdate> updates) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable());
+  const std::string commit_sql = CommitStatement();
+  Result commit;
+  const PgTables::Control then{commit_sql, &commit};
+  absl::StatusOr<std::vector<bool>> applied =
+      tables_.UpdateTasks(updates, &then);
+  SLUICE_RETURN_IF_ERROR(Committed(applied.status(), commit));
+  return applied;
+}
+
+std::string PostgresTransaction::CommitStatement() const {
+  return pool_.borrowed() ? StrCat("RELEASE SAVEPOINT ", kSavepoint)
+                          : std::string("COMMIT");
+}
+
+absl::Status PostgresTransaction::Committed(absl::Status status,
+                                            const Result& commit) {
+  if (status.ok() &&
+      commit.command_status() !=
+          std::string_view(pool_.borrowed() ? "RELEASE" : "COMMIT")) {
     // The server had already aborted the transaction.
     status = absl::AbortedError(
         "postgres Commit: the server rolled the transaction back; retry it");
@@ -401,6 +422,17 @@ absl::StatusOr<std::vector<int64_t>> PostgresTransaction::SendMessages(
     std::string_view queue, std::span<OutgoingMessage> messages,
     absl::Time now) {
   return Guarded([&] { return tables_.SendMessages(queue, messages, now); });
+}
+
+absl::StatusOr<internal::MessagesWithTasks>
+PostgresTransaction::ReadMessagesWithTasks(std::string_view queue,
+                                           absl::Time now, int limit,
+                                           absl::Time visible_until,
+                                           Fields task_fields) {
+  return Guarded([&] {
+    return tables_.ReadMessagesWithTasks(queue, now, limit, visible_until,
+                                         task_fields);
+  });
 }
 
 absl::StatusOr<std::vector<MessageRecord>> PostgresTransaction::ReadMessages(

@@ -30,6 +30,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
@@ -42,6 +43,7 @@
 #include "pg_pool.h"
 #include "pg_tables.h"
 #include "sluice/backend.h"
+#include "sluice/internal/one_trip_claims.h"
 
 namespace sluice::postgres_internal {
 
@@ -63,7 +65,10 @@ class OpenTransactions {
   absl::flat_hash_set<std::thread::id> threads_ ABSL_GUARDED_BY(mu_);
 };
 
-class PostgresTransaction final : public Transaction {
+// Offers internal::OneTripClaims: a claim's read of messages and tasks is
+// one statement, and its task updates travel with COMMIT.
+class PostgresTransaction final : public Transaction,
+                                  public internal::OneTripClaims {
  public:
   // Waits for a pool connection. kFailedPrecondition if this thread holds a
   // transaction of the backend; kUnavailable if no connection can be had.
@@ -127,6 +132,9 @@ class PostgresTransaction final : public Transaction {
       Fields fields) override;
   absl::StatusOr<std::vector<bool>> UpdateTasks(
       std::span<TaskUpdate> updates) override;
+  // The updates and COMMIT in one round trip.
+  absl::StatusOr<std::vector<bool>> UpdateTasksAndCommit(
+      std::span<TaskUpdate> updates) override;
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index,
       Fields fields) override;
@@ -184,6 +192,9 @@ class PostgresTransaction final : public Transaction {
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override;
+  absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(
+      std::string_view queue, absl::Time now, int limit,
+      absl::Time visible_until, Fields task_fields) override;
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields fields) override;
@@ -226,6 +237,11 @@ class PostgresTransaction final : public Transaction {
   template <typename Operation>
   auto Guarded(Operation operation) -> decltype(operation());
 
+  // COMMIT, or on a borrowed connection RELEASE SAVEPOINT.
+  std::string CommitStatement() const;
+  // Ends the transaction after its commit statement was sent: `status` is
+  // how the round trip went, `commit` the commit statement's result.
+  absl::Status Committed(absl::Status status, const Result& commit);
   // OK while the transaction can take calls; kFailedPrecondition once it
   // has ended or a call has failed.
   absl::Status CheckUsable() const;

@@ -1,4 +1,7 @@
 // Engine::Claim: read a batch, classify all of it, then claim.
+#include <algorithm>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -8,6 +11,7 @@
 #include "queue_name.h"
 #include "run_options.h"
 #include "sluice/engine.h"
+#include "sluice/internal/one_trip_claims.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "wait_steps.h"
@@ -126,31 +130,125 @@ void CountClaimed(MetricsRegistry& metrics, std::string_view queue,
   metrics.CountClaim(queue, static_cast<int64_t>(claimed.size()));
 }
 
-}  // namespace
+using internal::MessagesWithTasks;
+using internal::OneTripClaims;
 
-absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
-    const ClaimRequest& request) {
+// The claim's read, in one call where the transaction offers it.
+absl::StatusOr<MessagesWithTasks> ReadWithTasks(Transaction& tx,
+                                                const ClaimRequest& request,
+                                                absl::Time now,
+                                                absl::Time read_until) {
+  if (auto* one_trip = dynamic_cast<OneTripClaims*>(&tx)) {
+    return one_trip->ReadMessagesWithTasks(request.queue, now, request.limit,
+                                           read_until, Fields::kAll);
+  }
+  MessagesWithTasks read;
+  SLUICE_ASSIGN_OR_RETURN(read.messages,
+                          tx.ReadMessages(request.queue, now, request.limit,
+                                          read_until, Fields::kNoPayloads));
+  if (read.messages.empty()) return read;
+  std::vector<int64_t> ids;
+  ids.reserve(read.messages.size());
+  for (const MessageRecord& m : read.messages) ids.push_back(m.message_id);
+  SLUICE_ASSIGN_OR_RETURN(
+      read.tasks, tx.GetTasksByMessage(request.queue, ids, Fields::kAll));
+  return read;
+}
+
+// The claim's updates and commit, in one call where the transaction offers
+// it. The claim publishes no events and wakes nobody, so it needs nothing
+// of Impl::Commit but the commit.
+absl::StatusOr<std::vector<bool>> UpdateAndCommit(
+    Transaction& tx, std::span<TaskUpdate> updates) {
+  if (auto* one_trip = dynamic_cast<OneTripClaims*>(&tx)) {
+    return one_trip->UpdateTasksAndCommit(updates);
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx.UpdateTasks(updates));
+  SLUICE_RETURN_IF_ERROR(tx.Commit());
+  return applied;
+}
+
+// The handler's view of a task whose claim applied, as attempt `attempt`.
+ClaimedTask ClaimedFrom(TaskRecord& t, const CompiledStep& step, int attempt,
+                        absl::Time now, const EngineOptions& options) {
+  TaskPolicy policy = EffectivePolicy(step, t);
+  LeaseTimes lease = ComputeLease(policy.timeout, now, options);
+  return ClaimedTask{
+      .key = t.key,
+      .flow_slug = t.flow_slug,
+      .step_slug = step.shape->slug,
+      .attempt = attempt,
+      // The attempt number the budget ends at, so that a handler can
+      // compare it with `attempt` however often the task was released or
+      // its run retried.
+      .max_attempts = t.budget_start + policy.max_attempts,
+      .input = std::move(t.input),
+      .deadline = lease.deadline,
+      .traceparent = TraceparentOf(t.options),
+  };
+}
+
+// After a claim committed in one trip: the messages of tasks it lost to
+// another transaction become visible again soon (the claim had hidden them
+// until its lease's end), so whoever comes next sees each task as it ends
+// up; and an idle worker learns when to look again. If this fails, those
+// messages reappear when the lease would have ended.
+void RevealLost(Engine::Impl& impl, const ClaimRequest& request,
+                std::vector<VisibilityUpdate> lost, absl::Time now,
+                std::optional<absl::Time>* next_visible_at) {
+  absl::Status status = [&]() -> absl::Status {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
+    if (!lost.empty()) {
+      SLUICE_RETURN_IF_ERROR(tx->SetVisibility(request.queue, lost));
+    }
+    if (next_visible_at != nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(*next_visible_at,
+                              tx->NextVisibleAt(request.queue, now));
+    }
+    return impl.Commit(*tx, {});
+  }();
+  if (!status.ok()) {
+    impl.Log(
+        LogLevel::kWarning,
+        StrCat("claim on queue \"", request.queue, "\": making ", lost.size(),
+               " messages of tasks another transaction held visible "
+               "again failed (",
+               status.ToString(), "); they reappear when their lease ends"));
+  }
+}
+
+// Engine::Claim; when it takes nothing and `next_visible_at` is set, also
+// when to look again, read in the same transaction (an idle worker's claim
+// then costs one transaction, not two).
+absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
+    Engine& engine, const ClaimRequest& request,
+    std::optional<absl::Time>* next_visible_at) {
+  Engine::Impl& impl = engine.impl();
   SLUICE_RETURN_IF_ERROR(ValidateClaimRequest(request));
-  const EngineOptions& options = impl_->options();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  const EngineOptions& options = impl.options();
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   if (options.development_recompile) {
     SLUICE_RETURN_IF_ERROR(CheckGenerations(*tx, request));
   }
-  absl::Time now = impl_->Now();
-  FlowLookup flows(*impl_, *tx);
+  absl::Time now = impl.Now();
+  FlowLookup flows(impl, *tx);
   SLUICE_ASSIGN_OR_RETURN(absl::Duration read_for,
                           ReadVisibility(flows, request, options));
   absl::Time read_until = now + read_for;
-  SLUICE_ASSIGN_OR_RETURN(std::vector<MessageRecord> messages,
-                          tx->ReadMessages(request.queue, now, request.limit,
-                                           read_until, Fields::kNoPayloads));
-  if (messages.empty()) return std::vector<ClaimedTask>();
+  // One call, so a server backend reads messages and tasks in one trip.
+  SLUICE_ASSIGN_OR_RETURN(MessagesWithTasks read,
+                          ReadWithTasks(*tx, request, now, read_until));
+  if (read.messages.empty()) {
+    if (next_visible_at != nullptr) {
+      SLUICE_ASSIGN_OR_RETURN(*next_visible_at,
+                              tx->NextVisibleAt(request.queue, now));
+    }
+    return std::vector<ClaimedTask>();
+  }
   std::vector<int64_t> ids;
-  ids.reserve(messages.size());
-  for (const MessageRecord& m : messages) ids.push_back(m.message_id);
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<TaskRecord>> tasks,
-      tx->GetTasksByMessage(request.queue, ids, Fields::kAll));
+  ids.reserve(read.messages.size());
+  for (const MessageRecord& m : read.messages) ids.push_back(m.message_id);
+  std::vector<std::optional<TaskRecord>>& tasks = read.tasks;
 
   // Classify the whole batch before changing anything.
   std::vector<Classified> verdicts(ids.size());
@@ -269,10 +367,10 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
                                          .kind = ReportKind::kUnreadable,
                                          .created_at = now});
         }
-        impl_->Log(LogLevel::kWarning,
-                   StrCat("claim on queue \"", request.queue, "\": message ",
-                          ids[i], ": ", updates.back().task.error,
-                          "; failed its task and archived the message"));
+        impl.Log(LogLevel::kWarning,
+                 StrCat("claim on queue \"", request.queue, "\": message ",
+                        ids[i], ": ", updates.back().task.error,
+                        "; failed its task and archived the message"));
         break;
       case Verdict::kWaitTimeout: {
         WaitEnd end =
@@ -289,6 +387,50 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
     }
   }
   std::vector<ClaimedTask> claimed;
+  // Only claims (besides duplicates and archives): which of them apply
+  // changes nothing else this transaction writes, so the updates and COMMIT
+  // go to the backend in one call (one round trip on a server), and the
+  // few lost to another transaction are dealt with after (RevealLost).
+  const bool one_trip =
+      !updates.empty() &&
+      std::all_of(update_index.begin(), update_index.end(), [&](size_t i) {
+        return verdicts[i].verdict == Verdict::kClaim;
+      });
+  if (one_trip) {
+    for (size_t i : update_index) {
+      LeaseTimes lease = ComputeLease(
+          EffectivePolicy(*verdicts[i].step, *tasks[i]).timeout, now, options);
+      if (lease.visible_until != read_until) {
+        visibility.push_back({ids[i], lease.visible_until});
+      }
+    }
+    if (!visibility.empty()) {
+      SLUICE_RETURN_IF_ERROR(tx->SetVisibility(request.queue, visibility));
+    }
+    if (!archive.empty()) {
+      SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(request.queue, archive, now));
+    }
+    SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
+                            UpdateAndCommit(*tx, updates));
+    std::vector<VisibilityUpdate> lost;
+    claimed.reserve(updates.size());
+    for (size_t u = 0; u < updates.size(); ++u) {
+      size_t i = update_index[u];
+      if (!applied[u]) {
+        lost.push_back({ids[i], now + options.claim_grace});
+        continue;
+      }
+      claimed.push_back(ClaimedFrom(*tasks[i], *verdicts[i].step,
+                                    updates[u].task.attempts, now, options));
+    }
+    CountClaimed(impl.metrics(), request.queue, claimed);
+    bool want_hint = claimed.empty() && next_visible_at != nullptr;
+    if (!lost.empty() || want_hint) {
+      RevealLost(impl, request, std::move(lost), now,
+                 want_hint ? next_visible_at : nullptr);
+    }
+    return claimed;
+  }
   std::vector<AttemptRecord> timed_out;  // ledger entries of ended waits
   if (!updates.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
@@ -323,26 +465,13 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
         continue;
       }
       size_t i = update_index[u];
-      TaskRecord& t = *tasks[i];
-      const CompiledStep& step = *verdicts[i].step;
-      TaskPolicy policy = EffectivePolicy(step, t);
-      LeaseTimes lease = ComputeLease(policy.timeout, now, options);
+      LeaseTimes lease = ComputeLease(
+          EffectivePolicy(*verdicts[i].step, *tasks[i]).timeout, now, options);
       if (lease.visible_until != read_until) {
         visibility.push_back({ids[i], lease.visible_until});
       }
-      claimed.push_back(ClaimedTask{
-          .key = t.key,
-          .flow_slug = t.flow_slug,
-          .step_slug = step.shape->slug,
-          .attempt = updates[u].task.attempts,
-          // The attempt number the budget ends at, so that a handler can
-          // compare it with `attempt` however often the task was released
-          // or its run retried.
-          .max_attempts = t.budget_start + policy.max_attempts,
-          .input = std::move(t.input),
-          .deadline = lease.deadline,
-          .traceparent = TraceparentOf(t.options),
-      });
+      claimed.push_back(ClaimedFrom(*tasks[i], *verdicts[i].step,
+                                    updates[u].task.attempts, now, options));
     }
   }
   if (!visibility.empty()) {
@@ -356,26 +485,33 @@ absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
   if (!reports.empty()) {
     SLUICE_ASSIGN_OR_RETURN(report_ids, tx->AppendReports(reports));
   }
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
-  CountClaimed(impl_->metrics(), request.queue, claimed);
+  if (claimed.empty() && next_visible_at != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(*next_visible_at,
+                            tx->NextVisibleAt(request.queue, now));
+  }
+  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, {}));
+  CountClaimed(impl.metrics(), request.queue, claimed);
   // The push path; the reconcile path catches them if this fails.
-  if (absl::Status applied = ApplyReports(report_ids); !applied.ok()) {
-    impl_->Log(LogLevel::kWarning,
-               StrCat("claim: applying reports of unreadable tasks and timed "
-                      "out waits failed (",
-                      applied.ToString(), "); the sweeper will apply them"));
+  if (absl::Status applied = engine.ApplyReports(report_ids); !applied.ok()) {
+    impl.Log(LogLevel::kWarning,
+             StrCat("claim: applying reports of unreadable tasks and timed "
+                    "out waits failed (",
+                    applied.ToString(), "); the sweeper will apply them"));
   }
   return claimed;
 }
 
+}  // namespace
+
+absl::StatusOr<std::vector<ClaimedTask>> Engine::Claim(
+    const ClaimRequest& request) {
+  return ClaimBatchOf(*this, request, nullptr);
+}
+
 absl::StatusOr<ClaimBatch> Engine::ClaimWithHint(const ClaimRequest& request) {
   ClaimBatch batch;
-  SLUICE_ASSIGN_OR_RETURN(batch.tasks, Claim(request));
-  if (!batch.tasks.empty()) return batch;
-  // Only an idle claim pays for the hint.
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  SLUICE_ASSIGN_OR_RETURN(batch.next_visible_at,
-                          tx->NextVisibleAt(request.queue, impl_->Now()));
+  SLUICE_ASSIGN_OR_RETURN(batch.tasks,
+                          ClaimBatchOf(*this, request, &batch.next_visible_at));
   return batch;
 }
 
