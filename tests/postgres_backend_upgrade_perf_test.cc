@@ -44,7 +44,7 @@ TEST_F(PostgresPerfUpgradeTest, Version6Database_Migrates_KeepsRuns) {
   absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok()) << report->ToString();
-  EXPECT_EQ(report->installed_version, 7);
+  EXPECT_EQ(report->installed_version, LatestPostgresSchemaVersion());
   EXPECT_EQ(FillFactor(url, "sluice.runs"), "fillfactor=70");
   EXPECT_EQ(FillFactor(url, "sluice.step_states"), "fillfactor=30");
   EXPECT_EQ(FillFactor(url, "sluice.tasks"), "fillfactor=70");

@@ -209,14 +209,14 @@ inline constexpr std::string_view kAddRunRemainingSteps =
     "delta, slot) WHERE r.run_id = d.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, "
     "r.remaining_steps";
-// The ListRuns statement for an order and `fields` (built once each).
-// Parameters: $1 flow slugs, $2 statuses, $3 metadata, $4 from, $5 to, $6
-// and $7 the position to resume after, $8 the limit; a NULL filter holds for
-// every run. Sessions plan each execution for its parameters
-// (force_custom_plan), so the NULL tests fold away and the plan walks the
-// index of the ordering column.
-const std::string& ListRuns(RunQuery::OrderBy order_by, bool newest_first,
-                            Fields fields);
+// The ListRuns statement for `query`'s shape (which filters it has, its
+// order) and `fields`, built once per shape: a plan made for one shape,
+// even a generic one, walks the index that serves its filters and order.
+// Parameters are numbered densely in this order, present filters only:
+// flow slug(s), status(es), metadata, from, to, the position to resume
+// after (time, run id), the limit. One flow or status is a text, several
+// an array.
+const std::string& ListRuns(const RunQuery& query, Fields fields);
 
 // $1 flow slug, $2 external keys. A key finds its run by the partial
 // unique index; an empty key finds none.

@@ -4,6 +4,9 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "absl/strings/str_join.h"
+#include "absl/synchronization/mutex.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "pg_sql_children.h"
@@ -88,39 +91,88 @@ std::vector<size_t> LastWrites(std::span<const Record> records, KeyOf key_of) {
 
 namespace sql {
 
-const std::string& ListRuns(RunQuery::OrderBy order_by, bool newest_first,
-                            Fields fields) {
-  static const std::array<std::string, 8> kStatements = [] {
-    std::array<std::string, 8> statements;
-    for (int i = 0; i < 8; ++i) {
-      const bool by_finish = (i & 1) != 0;
-      const bool newest_first = (i & 2) != 0;
-      const bool all = (i & 4) != 0;
-      const std::string time = by_finish ? "r.finished_at" : "r.started_at";
-      const std::string direction = newest_first ? " DESC" : "";
-      statements[i] = StrCat(
-          "SELECT ", all ? kRunAll.view() : std::string_view(kRunState),
-          // One flow is an equality, so the (flow_slug, time, run_id)
-          // index yields rows in order; ANY over several cannot (before
-          // Postgres 17) and sorts that flows' matching runs.
-          " FROM sluice.runs AS r WHERE ($1::text[] IS NULL OR "
-          "(cardinality($1::text[]) = 1 AND r.flow_slug = ($1::text[])[1]) OR "
-          "(cardinality($1::text[]) > 1 AND r.flow_slug = ANY($1::text[]))) "
-          "AND ($2::text[] IS NULL OR r.status = "
-          "ANY($2::text[])) AND ($3::jsonb IS NULL OR r.metadata::jsonb "
-          "@> $3::jsonb) AND ($4::timestamptz IS NULL OR ",
-          time, " >= $4::timestamptz) AND ($5::timestamptz IS NULL OR ", time,
-          " < $5::timestamptz) AND ($6::timestamptz IS NULL OR (", time,
-          ", r.run_id) ", newest_first ? "<" : ">",
-          " ($6::timestamptz, $7::uuid))",
-          by_finish ? " AND r.finished_at IS NOT NULL" : "", " ORDER BY ", time,
-          direction, ", r.run_id", direction, " LIMIT $8");
-    }
-    return statements;
-  }();
-  const int index = (order_by == RunQuery::OrderBy::kFinishedAt ? 1 : 0) +
-                    (newest_first ? 2 : 0) + (fields == Fields::kAll ? 4 : 0);
-  return kStatements[index];
+namespace {
+
+// How many of a filter's values there are: one is an equality, which lets
+// an index that leads with the column yield rows in the listing's order.
+int Arity(size_t count) { return count == 0 ? 0 : count == 1 ? 1 : 2; }
+
+// The shape of a query: which filters are present and how the list is
+// ordered. Each shape has its own statement, so its plan is made for the
+// filters it has.
+int ShapeOf(const RunQuery& query, Fields fields) {
+  int shape = Arity(query.flow_slugs.size());
+  shape = shape * 3 + Arity(query.statuses.size());
+  for (bool bit :
+       {NullIsAbsent(query.metadata).has_value(), query.from.has_value(),
+        query.to.has_value(), query.after.has_value(),
+        query.order_by == RunQuery::OrderBy::kFinishedAt, query.newest_first,
+        fields == Fields::kAll}) {
+    shape = shape * 2 + (bit ? 1 : 0);
+  }
+  return shape;
+}
+
+std::string BuildListRuns(const RunQuery& query, Fields fields) {
+  const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
+  const std::string time = by_finish ? "r.finished_at" : "r.started_at";
+  std::vector<std::string> conditions;
+  int next = 0;
+  auto param = [&next] { return StrCat("$", ++next); };
+  if (by_finish) conditions.emplace_back("r.finished_at IS NOT NULL");
+  // One flow or one status is an equality, so runs_by_flow_start or
+  // runs_by_status_start yields rows in order; ANY over several cannot
+  // (before Postgres 17) and sorts the matching runs.
+  if (query.flow_slugs.size() == 1) {
+    conditions.push_back(StrCat("r.flow_slug = ", param(), "::text"));
+  } else if (!query.flow_slugs.empty()) {
+    conditions.push_back(StrCat("r.flow_slug = ANY(", param(), "::text[])"));
+  }
+  if (query.statuses.size() == 1) {
+    conditions.push_back(StrCat("r.status = ", param(), "::text"));
+  } else if (!query.statuses.empty()) {
+    conditions.push_back(StrCat("r.status = ANY(", param(), "::text[])"));
+  }
+  if (NullIsAbsent(query.metadata).has_value()) {
+    conditions.push_back(StrCat("r.metadata::jsonb @> ", param(), "::jsonb"));
+  }
+  if (query.from.has_value()) {
+    conditions.push_back(StrCat(time, " >= ", param(), "::timestamptz"));
+  }
+  if (query.to.has_value()) {
+    conditions.push_back(StrCat(time, " < ", param(), "::timestamptz"));
+  }
+  if (query.after.has_value()) {
+    const std::string at = param();
+    conditions.push_back(StrCat("(", time, ", r.run_id) ",
+                                query.newest_first ? "<" : ">", " (", at,
+                                "::timestamptz, ", param(), "::uuid)"));
+  }
+  const std::string direction = query.newest_first ? " DESC" : "";
+  std::string text = StrCat(
+      "SELECT ",
+      fields == Fields::kAll ? kRunAll.view() : std::string_view(kRunState),
+      " FROM sluice.runs AS r");
+  if (!conditions.empty()) {
+    StrAppend(&text, " WHERE ", absl::StrJoin(conditions, " AND "));
+  }
+  StrAppend(&text, " ORDER BY ", time, direction, ", r.run_id", direction,
+            " LIMIT ", param());
+  return text;
+}
+
+}  // namespace
+
+const std::string& ListRuns(const RunQuery& query, Fields fields) {
+  static absl::Mutex mutex;
+  static auto* statements = new absl::node_hash_map<int, std::string>();
+  const int shape = ShapeOf(query, fields);
+  absl::MutexLock lock(&mutex);
+  auto it = statements->find(shape);
+  if (it == statements->end()) {
+    it = statements->emplace(shape, BuildListRuns(query, fields)).first;
+  }
+  return it->second;
 }
 
 }  // namespace sql
@@ -249,33 +301,33 @@ absl::StatusOr<std::vector<RunRecord>> PgTables::ListRuns(const RunQuery& query,
                                                           Fields fields) {
   std::vector<RunRecord> runs;
   if (query.limit <= 0) return runs;
+  // Only the filters present, in the order BuildListRuns numbers them.
   Params params;
-  if (query.flow_slugs.empty()) {
-    params.Null();
-  } else {
+  if (query.flow_slugs.size() == 1) {
+    params.Text(query.flow_slugs[0]);
+  } else if (!query.flow_slugs.empty()) {
     ArrayLiteral flows;
     for (const std::string& flow : query.flow_slugs) flows.Text(flow);
     params.Array(std::move(flows));
   }
-  if (query.statuses.empty()) {
-    params.Null();
-  } else {
+  if (query.statuses.size() == 1) {
+    params.Text(ToString(query.statuses[0]));
+  } else if (!query.statuses.empty()) {
     ArrayLiteral statuses;
     for (RunStatus status : query.statuses) statuses.Text(ToString(status));
     params.Array(std::move(statuses));
   }
-  params.OptionalJson(NullIsAbsent(query.metadata));
-  params.OptionalTime(query.from).OptionalTime(query.to);
+  if (NullIsAbsent(query.metadata).has_value()) {
+    params.OptionalJson(NullIsAbsent(query.metadata));
+  }
+  if (query.from.has_value()) params.Time(*query.from);
+  if (query.to.has_value()) params.Time(*query.to);
   if (query.after.has_value()) {
     params.Time(query.after->time).RunId(query.after->run_id);
-  } else {
-    params.Null().Null();
   }
   params.Int(query.limit);
   SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(sql::ListRuns(query.order_by, query.newest_first, fields), params,
-            "ListRuns"));
+      Result result, Query(sql::ListRuns(query, fields), params, "ListRuns"));
   runs.reserve(result.rows());
   for (int i = 0; i < result.rows(); ++i) {
     SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(result.row(i), fields));

@@ -1,0 +1,13 @@
+-- Sluice schema: list runs of one status across flows through an index.
+--
+-- The dashboard's "failed runs" page lists runs of one status, newest
+-- first. Without an index that leads with the status, Postgres walks
+-- runs_by_start_id from the newest run and filters out every run of another
+-- status: with 90,000 waiting runs ahead of the failures, 447 ms per page.
+-- With (status, started_at, run_id) the status is an equality and the index
+-- yields that status's runs in the listing's order (either direction), so
+-- the page reads only the rows it returns (4 ms).
+--
+-- Hot statements and the index that serves each:
+--   runs of one status, by start     runs_by_status_start
+CREATE INDEX runs_by_status_start ON sluice.runs (status, started_at, run_id);
