@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "sluice/forwarding_backend.h"
 #include "sluice/internal/strings.h"
+#include "support/drive_job.h"
 #include "support/postgres_sql.h"
 #include "worker_fixture.h"
 
@@ -113,14 +114,7 @@ class QueuesConformance : public WorkerConformance {
         ADD_FAILURE() << "claimed a task of unknown flow " << task.flow_slug;
         continue;
       }
-      TaskContext context(
-          TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
-                            task.key.task_index, task.attempt,
-                            task.max_attempts, task.deadline},
-          CancelToken());
-      results.push_back(
-          TaskResult{task.key, task.attempt,
-                     flow->handler(task.key.step_index)(task.input, context)});
+      results.push_back(RunClaimed(*flow, task));
     }
     Finish(std::move(results));
   }

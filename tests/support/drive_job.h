@@ -21,6 +21,18 @@ struct DriveOptions {
   int claim_limit = 100;
 };
 
+// Runs the handler of a claimed task's step in `flow`, as a worker
+// would (no cancellation), and returns its result.
+inline TaskResult RunClaimed(const Flow& flow, const ClaimedTask& task) {
+  TaskContext context(
+      TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
+                        task.key.task_index, task.attempt, task.max_attempts,
+                        task.deadline},
+      CancelToken());
+  return {task.key, task.attempt,
+          flow.handler(task.key.step_index)(task.input, context)};
+}
+
 // Claims and runs `job`'s handlers on `engine` until nothing is claimable
 // (or `max_rounds`). Errors are tolerated, since recovery from them is what
 // the callers test. Returns the number of handler calls.
@@ -37,13 +49,7 @@ inline int DriveJob(Engine& engine, const Job& job,
     if (!claimed.ok() || claimed->empty()) break;
     std::vector<TaskResult> results;
     for (const ClaimedTask& task : *claimed) {
-      TaskContext context(
-          TaskContext::Info{task.key.run_id, task.flow_slug, task.step_slug,
-                            task.key.task_index, task.attempt,
-                            task.max_attempts, task.deadline},
-          CancelToken());
-      results.push_back(
-          {task.key, task.attempt, job.flow().handler(0)(task.input, context)});
+      results.push_back(RunClaimed(job.flow(), task));
       ++calls;
     }
     absl::StatusOr<FinishOutcome> done = engine.FinishTasks(results);
