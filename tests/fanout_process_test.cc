@@ -30,7 +30,9 @@ constexpr int kParents = 200;
 constexpr int kChildren = kParents * kFanOutChildren;
 constexpr int kWorkers = 2;
 constexpr int kKills = 10;
-constexpr absl::Duration kDeadline = absl::Seconds(150);
+// Bounds a hang, not a speed: on a loaded 2-core machine (CTest running the
+// install test's build beside it) the whole run has taken over 150 s.
+constexpr absl::Duration kDeadline = absl::Seconds(600);
 
 // Reads the side table on a connection of its own (read-only for SQLite),
 // so polling it never takes a write lock from the workers.
