@@ -168,11 +168,22 @@ absl::StatusOr<std::vector<bool>> UpdateAndCommit(
   return applied;
 }
 
-// The handler's view of a task whose claim applied, as attempt `attempt`.
-ClaimedTask ClaimedFrom(TaskRecord& t, const CompiledStep& step, int attempt,
-                        absl::Time now, const EngineOptions& options) {
+// A claimed task's policy and lease, computed once per task and claim.
+struct ClaimTerms {
+  TaskPolicy policy;
+  LeaseTimes lease;
+};
+
+ClaimTerms TermsOf(const CompiledStep& step, const TaskRecord& t,
+                   absl::Time now, const EngineOptions& options) {
   TaskPolicy policy = EffectivePolicy(step, t);
   LeaseTimes lease = ComputeLease(policy.timeout, now, options);
+  return {std::move(policy), lease};
+}
+
+// The handler's view of a task whose claim applied, as attempt `attempt`.
+ClaimedTask ClaimedFrom(TaskRecord& t, const CompiledStep& step, int attempt,
+                        const ClaimTerms& terms) {
   return ClaimedTask{
       .key = t.key,
       .flow_slug = t.flow_slug,
@@ -181,9 +192,9 @@ ClaimedTask ClaimedFrom(TaskRecord& t, const CompiledStep& step, int attempt,
       // The attempt number the budget ends at, so that a handler can
       // compare it with `attempt` however often the task was released or
       // its run retried.
-      .max_attempts = t.budget_start + policy.max_attempts,
+      .max_attempts = t.budget_start + terms.policy.max_attempts,
       .input = std::move(t.input),
-      .deadline = lease.deadline,
+      .deadline = terms.lease.deadline,
       .traceparent = TraceparentOf(t.options),
   };
 }
@@ -397,11 +408,12 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
         return verdicts[i].verdict == Verdict::kClaim;
       });
   if (one_trip) {
+    std::vector<ClaimTerms> terms;
+    terms.reserve(update_index.size());
     for (size_t i : update_index) {
-      LeaseTimes lease = ComputeLease(
-          EffectivePolicy(*verdicts[i].step, *tasks[i]).timeout, now, options);
-      if (lease.visible_until != read_until) {
-        visibility.push_back({ids[i], lease.visible_until});
+      terms.push_back(TermsOf(*verdicts[i].step, *tasks[i], now, options));
+      if (terms.back().lease.visible_until != read_until) {
+        visibility.push_back({ids[i], terms.back().lease.visible_until});
       }
     }
     if (!visibility.empty()) {
@@ -421,7 +433,7 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
         continue;
       }
       claimed.push_back(ClaimedFrom(*tasks[i], *verdicts[i].step,
-                                    updates[u].task.attempts, now, options));
+                                    updates[u].task.attempts, terms[u]));
     }
     CountClaimed(impl.metrics(), request.queue, claimed);
     bool want_hint = claimed.empty() && next_visible_at != nullptr;
@@ -465,13 +477,12 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
         continue;
       }
       size_t i = update_index[u];
-      LeaseTimes lease = ComputeLease(
-          EffectivePolicy(*verdicts[i].step, *tasks[i]).timeout, now, options);
-      if (lease.visible_until != read_until) {
-        visibility.push_back({ids[i], lease.visible_until});
+      ClaimTerms terms = TermsOf(*verdicts[i].step, *tasks[i], now, options);
+      if (terms.lease.visible_until != read_until) {
+        visibility.push_back({ids[i], terms.lease.visible_until});
       }
       claimed.push_back(ClaimedFrom(*tasks[i], *verdicts[i].step,
-                                    updates[u].task.attempts, now, options));
+                                    updates[u].task.attempts, terms));
     }
   }
   if (!visibility.empty()) {
