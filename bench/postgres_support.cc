@@ -130,6 +130,12 @@ std::string PgCost::TableSummary() const {
   return summary.empty() ? "none" : summary;
 }
 
+absl::Status AnalyzePostgres(const std::string& url) {
+  absl::StatusOr<Session> c = Connect(url);
+  if (!c.ok()) return c.status();
+  return Exec(c->get(), "ANALYZE");
+}
+
 absl::StatusOr<int64_t> PostgresWalPosition(const std::string& url) {
   absl::StatusOr<Session> c = Connect(url);
   if (!c.ok()) return c.status();

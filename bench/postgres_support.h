@@ -45,6 +45,11 @@ struct PgCost {
   std::string TableSummary() const;
 };
 
+// Runs ANALYZE on the database `url` names: the statistics autovacuum
+// gathers within a minute of a table filling, which a benchmark that
+// queries right after filling would otherwise run without.
+absl::Status AnalyzePostgres(const std::string& url);
+
 // The server's current WAL position, in bytes.
 absl::StatusOr<int64_t> PostgresWalPosition(const std::string& url);
 // Fills `cost->tables` from pg_stat_user_tables of the database `url`

@@ -3,10 +3,17 @@
 // (restart, pg_terminate_backend) is noticed when it is next taken, or when
 // a statement fails on it, and is replaced: the next Begin() reconnects.
 //
+// Waiters are served first come, first served: a released connection (or
+// the slot of a closed one) goes to the longest waiter, not to whichever
+// thread takes the mutex next, so a caller's wait is bounded by the
+// callers ahead of it (an absl::Mutex lets an arriving thread pass those
+// already waiting).
+//
 // Thread-safe.
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_POOL_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_POOL_H_
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -46,14 +53,32 @@ class ConnectionPool final : public ConnectionSource {
   // Takes a connection back; a broken one is closed instead.
   void Release(std::unique_ptr<Connection> connection) override;
 
+  // Callers waiting in Acquire now.
+  int waiting() ABSL_LOCKS_EXCLUDED(mu_);
+
  private:
+  // A caller waiting in Acquire: handed a connection, or leave to open one
+  // in a slot another gave up.
+  struct Waiter {
+    std::unique_ptr<Connection> connection;
+    bool served = false;
+  };
+
+  // Takes an idle connection or a free slot (nullptr: open one), or waits
+  // its turn for either.
+  absl::StatusOr<std::unique_ptr<Connection>> Take();
+  // A connection's slot is free again (it was closed, or never opened):
+  // the longest waiter may open one in it.
+  void FreeSlot() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   const std::string url_;
   const PostgresOptions options_;
   const int size_;
   const absl::Duration acquire_timeout_;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_ ABSL_GUARDED_BY(mu_);
-  int open_ ABSL_GUARDED_BY(mu_) = 0;  // idle plus taken
+  int open_ ABSL_GUARDED_BY(mu_) = 0;                 // idle plus taken
+  std::deque<Waiter*> waiters_ ABSL_GUARDED_BY(mu_);  // oldest first
 };
 
 }  // namespace sluice::postgres_internal

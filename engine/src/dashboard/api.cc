@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "dashboard/api_internal.h"
+#include "dashboard/catalog_cache.h"
 #include "dashboard/dashboard_routes.h"
 #include "dashboard/event_hub.h"
 #include "dashboard/overview_sampler.h"
@@ -77,12 +78,14 @@ void AddApiRoutes(httplib::Server& server, Engine& engine,
                   const DashboardOptions& options) {
   auto sampler = std::make_shared<OverviewSampler>(engine);
   auto hub = std::make_shared<EventHub>(engine);
-  std::function<httplib::TaskQueue*()> previous = server.new_task_queue;
-  server.new_task_queue = [previous, sampler, hub]() -> httplib::TaskQueue* {
-    httplib::TaskQueue* inner =
-        previous ? previous()
-                 : new httplib::ThreadPool(std::max(
-                       kServerThreads, size_t{CPPHTTPLIB_THREAD_POOL_COUNT}));
+  auto catalogs = std::make_shared<CatalogCache>(engine);
+  // httplib's own default (a pool of CPPHTTPLIB_THREAD_POOL_COUNT, 8 on a
+  // small machine, set in its constructor) is replaced, not wrapped: with
+  // 8 threads, every new connection of 64 clients waited for some other
+  // client's keep-alive session to end.
+  server.new_task_queue = [sampler, hub]() -> httplib::TaskQueue* {
+    httplib::TaskQueue* inner = new httplib::ThreadPool(
+        std::max(kServerThreads, size_t{CPPHTTPLIB_THREAD_POOL_COUNT}));
     return new StoppingTaskQueue(inner, [sampler, hub] {
       hub->Stop();
       sampler->Stop();
@@ -93,9 +96,9 @@ void AddApiRoutes(httplib::Server& server, Engine& engine,
   // its default short keep-alive (5 requests): more clients than threads
   // then take turns instead of waiting for a whole session.
   server.set_tcp_nodelay(true);
-  AddReadRoutes(server, engine, options);
+  AddReadRoutes(server, engine, catalogs, options);
   AddOverviewRoute(server, sampler);
-  AddEventRoute(server, engine, hub);
+  AddEventRoute(server, catalogs, hub);
   AddActionRoutes(server, engine, options);
   AddNotFound(server);  // last: httplib takes the first route that matches
 }

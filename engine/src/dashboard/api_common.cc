@@ -105,6 +105,7 @@ absl::StatusOr<RunId> ParseRunIdParam(std::string_view text) {
 }
 
 absl::StatusOr<FlowCatalog> FlowCatalog::Read(Engine& engine) {
+  const absl::Time read_at = engine.clock().Now();
   absl::StatusOr<std::unique_ptr<Transaction>> tx = engine.backend().Begin();
   if (!tx.ok()) return tx.status();
   absl::StatusOr<std::vector<FlowRecord>> flows = (*tx)->ListFlows();
@@ -112,6 +113,7 @@ absl::StatusOr<FlowCatalog> FlowCatalog::Read(Engine& engine) {
   absl::StatusOr<std::vector<AliasRecord>> aliases = (*tx)->ListAliases();
   if (!aliases.ok()) return aliases.status();
   FlowCatalog catalog;
+  catalog.read_at = read_at;
   for (FlowRecord& record : *flows) {
     FlowEntry entry;
     entry.slug = record.slug;

@@ -8,6 +8,7 @@
 
 #include "boost/json/object.hpp"
 #include "dashboard/api_internal.h"
+#include "dashboard/catalog_cache.h"
 #include "dashboard/event_hub.h"
 #include "sluice/internal/strings.h"
 
@@ -21,9 +22,12 @@ constexpr absl::Duration kPoll = absl::Milliseconds(500);
 // One client's stream: formats its events, naming each run's alias.
 class EventStream {
  public:
-  EventStream(Engine& engine, std::shared_ptr<EventHub> hub,
+  EventStream(std::shared_ptr<CatalogCache> catalogs,
+              std::shared_ptr<EventHub> hub,
               std::shared_ptr<EventHub::Stream> stream)
-      : engine_(engine), hub_(std::move(hub)), stream_(std::move(stream)) {}
+      : catalogs_(std::move(catalogs)),
+        hub_(std::move(hub)),
+        stream_(std::move(stream)) {}
   ~EventStream() { hub_->Close(stream_); }
 
   // httplib calls this until it returns false or the sink is done.
@@ -62,9 +66,10 @@ class EventStream {
   const std::string& AliasOf(const std::string& slug) {
     auto it = aliases_.find(slug);
     if (it != aliases_.end()) return it->second;
-    // A flow new to this stream: read the catalog once for it.
-    absl::StatusOr<FlowCatalog> catalog = FlowCatalog::Read(engine_);
-    const FlowEntry* flow = catalog.ok() ? catalog->Find(slug) : nullptr;
+    // A flow new to this stream: look it up once.
+    absl::StatusOr<std::shared_ptr<const FlowCatalog>> catalog =
+        catalogs_->GetNamed(slug);
+    const FlowEntry* flow = catalog.ok() ? (*catalog)->Find(slug) : nullptr;
     return aliases_[slug] = flow ? flow->alias : slug;
   }
 
@@ -80,7 +85,7 @@ class EventStream {
                   "\ndata: ", SerializeJson(data), "\n\n");
   }
 
-  Engine& engine_;
+  std::shared_ptr<CatalogCache> catalogs_;
   std::shared_ptr<EventHub> hub_;
   std::shared_ptr<EventHub::Stream> stream_;
   std::map<std::string, std::string> aliases_;
@@ -91,10 +96,11 @@ class EventStream {
 
 }  // namespace
 
-void AddEventRoute(httplib::Server& server, Engine& engine,
+void AddEventRoute(httplib::Server& server,
+                   std::shared_ptr<CatalogCache> catalogs,
                    std::shared_ptr<EventHub> hub) {
-  server.Get("/api/events", [&engine, hub](const httplib::Request&,
-                                           httplib::Response& response) {
+  server.Get("/api/events", [catalogs, hub](const httplib::Request&,
+                                            httplib::Response& response) {
     // Subscribed before the response starts: a client that has read the
     // first comment sees every event after it.
     std::shared_ptr<EventHub::Stream> stream = hub->Open();
@@ -104,7 +110,8 @@ void AddEventRoute(httplib::Server& server, Engine& engine,
           StrCat("too many live event streams (at most ", EventHub::kMaxStreams,
                  "); poll the JSON API instead"));
     }
-    auto state = std::make_shared<EventStream>(engine, hub, std::move(stream));
+    auto state =
+        std::make_shared<EventStream>(catalogs, hub, std::move(stream));
     response.set_header("Cache-Control", "no-store");
     response.set_chunked_content_provider(
         "text/event-stream",

@@ -65,6 +65,7 @@ struct FlowEntry {
 struct FlowCatalog {
   std::map<std::string, FlowEntry> flows;     // by slug
   std::map<std::string, std::string> active;  // alias -> active slug
+  absl::Time read_at;  // the engine clock's, when the read began
 
   static absl::StatusOr<FlowCatalog> Read(Engine& engine);
   const FlowEntry* Find(std::string_view slug) const;
@@ -74,15 +75,18 @@ struct FlowCatalog {
 
 // --- The routes of each part (api_*.cc) --------------------------------
 
+class CatalogCache;
 class EventHub;
 void AddReadRoutes(httplib::Server& server, Engine& engine,
+                   std::shared_ptr<CatalogCache> catalogs,
                    const DashboardOptions& options);
 class OverviewSampler;
 void AddOverviewRoute(httplib::Server& server,
                       std::shared_ptr<OverviewSampler> sampler);
 void AddActionRoutes(httplib::Server& server, Engine& engine,
                      const DashboardOptions& options);
-void AddEventRoute(httplib::Server& server, Engine& engine,
+void AddEventRoute(httplib::Server& server,
+                   std::shared_ptr<CatalogCache> catalogs,
                    std::shared_ptr<EventHub> hub);
 
 }  // namespace sluice::dashboard

@@ -1,6 +1,7 @@
 // The dashboard API's reads: /api/config, /api/runs (a filtered page),
 // /api/runs/<id> (a run with its graph, tasks and attempts) and /api/flows.
 #include <algorithm>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "boost/json/array.hpp"
 #include "boost/json/object.hpp"
 #include "dashboard/api_internal.h"
+#include "dashboard/catalog_cache.h"
 #include "sluice/internal/strings.h"
 #include "sluice/version.h"
 
@@ -107,11 +109,12 @@ absl::StatusOr<RunFilter> ParseRunFilter(const httplib::Request& request,
   return filter;
 }
 
-void ListRuns(Engine& engine, const httplib::Request& request,
-              httplib::Response& response) {
-  absl::StatusOr<FlowCatalog> catalog = FlowCatalog::Read(engine);
+void ListRuns(Engine& engine, CatalogCache& catalogs,
+              const httplib::Request& request, httplib::Response& response) {
+  absl::StatusOr<std::shared_ptr<const FlowCatalog>> catalog =
+      catalogs.GetNamed(request.get_param_value("flow"));
   if (!catalog.ok()) return SendStatus(response, catalog.status());
-  absl::StatusOr<RunFilter> filter = ParseRunFilter(request, *catalog);
+  absl::StatusOr<RunFilter> filter = ParseRunFilter(request, **catalog);
   if (!filter.ok()) return SendStatus(response, filter.status());
   absl::StatusOr<RunPage> page = engine.ListRuns(*filter);
   if (!page.ok()) {
@@ -123,9 +126,11 @@ void ListRuns(Engine& engine, const httplib::Request& request,
     }
     return SendStatus(response, page.status());
   }
+  catalog = catalogs.GetFor(page->runs);
+  if (!catalog.ok()) return SendStatus(response, catalog.status());
   boost::json::array runs;
   for (const RunRecord& run : page->runs) {
-    runs.emplace_back(RunSummary(run, *catalog));
+    runs.emplace_back(RunSummary(run, **catalog));
   }
   SendJson(response, 200,
            boost::json::object{
@@ -175,18 +180,20 @@ boost::json::object GraphJson(const RunView& view, const FlowEntry* flow) {
   return boost::json::object{{"steps", std::move(steps)}};
 }
 
-void GetRun(Engine& engine, const DashboardOptions& options,
-            const httplib::Request& request, httplib::Response& response) {
+void GetRun(Engine& engine, CatalogCache& catalogs,
+            const DashboardOptions& options, const httplib::Request& request,
+            httplib::Response& response) {
   absl::StatusOr<RunId> id = ParseRunIdParam(request.matches[1].str());
   if (!id.ok()) return SendStatus(response, id.status());
   absl::StatusOr<RunView> view = engine.GetRun(*id);
   if (!view.ok()) return SendStatus(response, view.status());
-  absl::StatusOr<FlowCatalog> catalog = FlowCatalog::Read(engine);
+  absl::StatusOr<std::shared_ptr<const FlowCatalog>> catalog =
+      catalogs.GetFor(std::span(&view->run, 1));
   if (!catalog.ok()) return SendStatus(response, catalog.status());
-  const FlowEntry* flow = catalog->Find(view->run.flow_slug);
+  const FlowEntry* flow = (*catalog)->Find(view->run.flow_slug);
   const size_t max = options.max_payload_bytes;
 
-  boost::json::object run = RunSummary(view->run, *catalog);
+  boost::json::object run = RunSummary(view->run, **catalog);
   run["error"] = view->run.error;
   run["input"] = Payload(view->run.input, max);
   run["output"] = Payload(view->run.output, max);
@@ -230,9 +237,10 @@ boost::json::array StepsJson(const FlowShape& shape) {
   return steps;
 }
 
-void ListFlows(Engine& engine, httplib::Response& response) {
-  absl::StatusOr<FlowCatalog> catalog = FlowCatalog::Read(engine);
-  if (!catalog.ok()) return SendStatus(response, catalog.status());
+void ListFlows(CatalogCache& catalogs, httplib::Response& response) {
+  absl::StatusOr<std::shared_ptr<const FlowCatalog>> fresh = catalogs.Fresh();
+  if (!fresh.ok()) return SendStatus(response, fresh.status());
+  const FlowCatalog* catalog = fresh->get();
   // Each alias's versions, oldest first.
   std::map<std::string, std::vector<const FlowEntry*>> by_alias;
   for (const auto& [slug, entry] : catalog->flows) {
@@ -270,6 +278,7 @@ void ListFlows(Engine& engine, httplib::Response& response) {
 }  // namespace
 
 void AddReadRoutes(httplib::Server& server, Engine& engine,
+                   std::shared_ptr<CatalogCache> catalogs,
                    const DashboardOptions& options) {
   const bool read_only = options.token.empty();
   server.Get("/api/config",
@@ -278,18 +287,18 @@ void AddReadRoutes(httplib::Server& server, Engine& engine,
                         boost::json::object{{"read_only", read_only},
                                             {"version", SLUICE_VERSION}});
              });
-  server.Get("/api/runs", [&engine](const httplib::Request& request,
-                                    httplib::Response& response) {
-    ListRuns(engine, request, response);
+  server.Get("/api/runs", [&engine, catalogs](const httplib::Request& request,
+                                              httplib::Response& response) {
+    ListRuns(engine, *catalogs, request, response);
   });
   server.Get(R"(/api/runs/([^/]+))",
-             [&engine, options](const httplib::Request& request,
-                                httplib::Response& response) {
-               GetRun(engine, options, request, response);
+             [&engine, catalogs, options](const httplib::Request& request,
+                                          httplib::Response& response) {
+               GetRun(engine, *catalogs, options, request, response);
              });
   server.Get("/api/flows",
-             [&engine](const httplib::Request&, httplib::Response& response) {
-               ListFlows(engine, response);
+             [catalogs](const httplib::Request&, httplib::Response& response) {
+               ListFlows(*catalogs, response);
              });
 }
 
