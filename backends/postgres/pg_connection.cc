@@ -175,6 +175,20 @@ absl::StatusOr<Result> Connection::Query(std::string_view sql,
   return wanted;
 }
 
+absl::StatusOr<std::vector<Result>> Connection::QueryAll(
+    std::span<const Statement> statements) {
+  // Sized once: each pending statement points at its result.
+  std::vector<Result> results(statements.size());
+  for (size_t i = 0; i < statements.size(); ++i) {
+    Send(statements[i].sql, statements[i].params, statements[i].context);
+    if (!broken_) pending_.back().result = &results[i];
+  }
+  Sync();
+  absl::Status status = ReadPending();
+  if (!status.ok()) return status;
+  return results;
+}
+
 absl::StatusOr<Result> Connection::QueryThenControl(
     std::string_view sql, const Params& params, StatementContext context,
     std::string_view control, StatementContext control_context,

@@ -28,9 +28,11 @@
 #include <deque>
 #include <initializer_list>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
@@ -109,6 +111,16 @@ class Connection {
                                           std::string_view control,
                                           StatementContext control_context,
                                           Result& control_result);
+  // A statement of QueryAll.
+  struct Statement {
+    std::string_view sql;
+    const Params& params;
+    StatementContext context;
+  };
+  // Queues every statement and waits once for all their results, in
+  // order, checking every statement queued before them: one round trip.
+  absl::StatusOr<std::vector<Result>> QueryAll(
+      std::span<const Statement> statements);
   // Waits for everything queued; the first failure, if any.
   absl::Status Drain();
   // As Rollback(), but undoes only what followed SAVEPOINT `savepoint`

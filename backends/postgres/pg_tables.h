@@ -35,6 +35,7 @@
 #include "pg_connection.h"
 #include "sluice/backend.h"
 #include "sluice/internal/one_trip_claims.h"
+#include "sluice/internal/one_trip_reads.h"
 #include "sluice/records.h"
 
 namespace sluice::postgres_internal {
@@ -112,6 +113,10 @@ class PgTables {
 
   absl::Status AppendAttempts(std::span<const AttemptRecord> attempts);
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(const RunId& run_id);
+  // A run, its step states, tasks and attempts, in one round trip
+  // (internal::OneTripRunReads).
+  absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
+      const RunId& run_id);
 
   absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
       std::string_view flow_slug, std::string_view key);
@@ -196,6 +201,9 @@ class PgTables {
     return connection_.Query(sql, params,
                              {std::string(operation), std::string(queue)});
   }
+  // Every row of `result` as an attempt.
+  static absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(
+      const Result& result);
   // Every row of `result` as a task, columns from `first`.
   static absl::StatusOr<std::vector<TaskRecord>> ReadTasks(const Result& result,
                                                            Fields fields,

@@ -121,6 +121,11 @@ absl::StatusOr<std::vector<AttemptRecord>> PgTables::ListAttempts(
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
       Query(sql::kListAttempts, Params().RunId(run_id), "ListAttempts"));
+  return ReadAttempts(result);
+}
+
+absl::StatusOr<std::vector<AttemptRecord>> PgTables::ReadAttempts(
+    const Result& result) {
   std::vector<AttemptRecord> attempts;
   attempts.reserve(result.rows());
   for (int i = 0; i < result.rows(); ++i) {

@@ -17,6 +17,30 @@
 namespace sluice::postgres_internal {
 namespace {
 
+// Rows of kGetRuns (ord, then a run's columns) into `runs`, by ord.
+absl::Status ReadRunsByOrd(const Result& result, Fields fields,
+                           std::vector<std::optional<RunRecord>>& runs) {
+  for (int i = 0; i < result.rows(); ++i) {
+    const int64_t ord = result.row(i).Int();
+    SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(result.row(i, 1), fields));
+    runs[ord - 1] = std::move(run);
+  }
+  return absl::OkStatus();
+}
+
+// Rows of kGetStepStates (ord, then a step state's columns), by ord.
+absl::Status ReadStepStatesByOrd(
+    const Result& result, Fields fields,
+    std::vector<std::vector<StepStateRecord>>& states) {
+  for (int i = 0; i < result.rows(); ++i) {
+    const int64_t ord = result.row(i).Int();
+    SLUICE_ASSIGN_OR_RETURN(StepStateRecord state,
+                            ReadStepState(result.row(i, 1), fields));
+    states[ord - 1].push_back(std::move(state));
+  }
+  return absl::OkStatus();
+}
+
 // Add-and-return for a batch of counter deltas, several of them perhaps to
 // one row. A batch UPDATE applies each row's summed delta once and returns
 // the row's final values; each delta's own result is then its row's final
@@ -228,12 +252,7 @@ absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
       Query(query.For(fields), Params().Array(std::move(ids)), "GetRuns"));
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    const int64_t ord = row.Int();
-    SLUICE_ASSIGN_OR_RETURN(RunRecord run, ReadRun(result.row(i, 1), fields));
-    runs[ord - 1] = std::move(run);
-  }
+  SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(result, fields, runs));
   return runs;
 }
 
@@ -449,13 +468,35 @@ PgTables::GetStepStates(std::span<const RunId> run_ids, Fields fields) {
   SLUICE_ASSIGN_OR_RETURN(
       Result result, Query(sql::kGetStepStates.For(fields),
                            Params().Array(std::move(ids)), "GetStepStates"));
-  for (int i = 0; i < result.rows(); ++i) {
-    const int64_t ord = result.row(i).Int();
-    SLUICE_ASSIGN_OR_RETURN(StepStateRecord state,
-                            ReadStepState(result.row(i, 1), fields));
-    states[ord - 1].push_back(std::move(state));
-  }
+  SLUICE_RETURN_IF_ERROR(ReadStepStatesByOrd(result, fields, states));
   return states;
+}
+
+absl::StatusOr<std::optional<internal::RunWithParts>>
+PgTables::ReadRunWithParts(const RunId& run_id) {
+  ArrayLiteral ids;
+  ids.RunId(run_id);
+  const Params one_run = Params().Array(std::move(ids));
+  const Params by_run = Params().RunId(run_id);
+  const Connection::Statement statements[] = {
+      {sql::kGetRuns.For(Fields::kAll), one_run, {"GetRuns", ""}},
+      {sql::kGetStepStates.For(Fields::kAll), one_run, {"GetStepStates", ""}},
+      {sql::kListTasks, by_run, {"ListTasks", ""}},
+      {sql::kListAttempts, by_run, {"ListAttempts", ""}},
+  };
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Result> results,
+                          connection_.QueryAll(statements));
+  std::vector<std::optional<RunRecord>> runs(1);
+  SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(results[0], Fields::kAll, runs));
+  if (!runs[0]) return std::nullopt;
+  internal::RunWithParts parts;
+  parts.run = *std::move(runs[0]);
+  std::vector<std::vector<StepStateRecord>> states(1);
+  SLUICE_RETURN_IF_ERROR(ReadStepStatesByOrd(results[1], Fields::kAll, states));
+  parts.steps = std::move(states[0]);
+  SLUICE_ASSIGN_OR_RETURN(parts.tasks, ReadTasks(results[2], Fields::kAll));
+  SLUICE_ASSIGN_OR_RETURN(parts.attempts, ReadAttempts(results[3]));
+  return parts;
 }
 
 absl::Status PgTables::UpdateStepStates(

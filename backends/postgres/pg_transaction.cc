@@ -435,6 +435,11 @@ PostgresTransaction::ReadMessagesWithTasks(std::string_view queue,
   });
 }
 
+absl::StatusOr<std::optional<internal::RunWithParts>>
+PostgresTransaction::ReadRunWithParts(const RunId& run_id) {
+  return Guarded([&] { return tables_.ReadRunWithParts(run_id); });
+}
+
 absl::StatusOr<std::vector<MessageRecord>> PostgresTransaction::ReadMessages(
     std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
     Fields fields) {

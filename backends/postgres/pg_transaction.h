@@ -44,6 +44,7 @@
 #include "pg_tables.h"
 #include "sluice/backend.h"
 #include "sluice/internal/one_trip_claims.h"
+#include "sluice/internal/one_trip_reads.h"
 
 namespace sluice::postgres_internal {
 
@@ -66,9 +67,11 @@ class OpenTransactions {
 };
 
 // Offers internal::OneTripClaims: a claim's read of messages and tasks is
-// one statement, and its task updates travel with COMMIT.
+// one statement, and its task updates travel with COMMIT. Offers
+// internal::OneTripRunReads: a run's view is four reads in one round trip.
 class PostgresTransaction final : public Transaction,
-                                  public internal::OneTripClaims {
+                                  public internal::OneTripClaims,
+                                  public internal::OneTripRunReads {
  public:
   // Waits for a pool connection. kFailedPrecondition if this thread holds a
   // transaction of the backend; kUnavailable if no connection can be had.
@@ -192,6 +195,8 @@ class PostgresTransaction final : public Transaction,
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override;
+  absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
+      const RunId& run_id) override;
   absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields task_fields) override;

@@ -12,6 +12,7 @@
 #include "queue_registry.h"
 #include "run_options.h"
 #include "run_progress.h"
+#include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "write_batch.h"
@@ -368,6 +369,18 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
 
 absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  if (auto* one_trip = dynamic_cast<internal::OneTripRunReads*>(tx.get())) {
+    SLUICE_ASSIGN_OR_RETURN(std::optional<internal::RunWithParts> parts,
+                            one_trip->ReadRunWithParts(run_id));
+    if (!parts) {
+      return absl::NotFoundError(
+          StrCat("run ", run_id.ToString(), " does not exist"));
+    }
+    return RunView{.run = std::move(parts->run),
+                   .steps = std::move(parts->steps),
+                   .tasks = std::move(parts->tasks),
+                   .attempts = std::move(parts->attempts)};
+  }
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
       tx->GetRuns(std::span(&run_id, 1), LockMode::kNone, Fields::kAll));

@@ -1,0 +1,141 @@
+// internal::OneTripRunReads on Postgres: a run's view read in one round
+// trip is what the four separate reads return. Needs
+// SLUICE_TEST_POSTGRES_URL; skips without it.
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "sluice/backend.h"
+#include "sluice/engine.h"
+#include "sluice/errors.h"
+#include "sluice/internal/one_trip_reads.h"
+#include "sluice/job.h"
+#include "sluice/postgres.h"
+#include "support/drive_job.h"
+#include "support/postgres_test_database.h"
+
+namespace sluice::testing {
+namespace {
+
+using internal::OneTripRunReads;
+using internal::RunWithParts;
+
+class PostgresOneTripReadsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
+    absl::StatusOr<std::unique_ptr<TestDatabase>> database =
+        TestDatabase::Create();
+    ASSERT_TRUE(database.ok()) << database.status();
+    database_ = *std::move(database);
+    absl::StatusOr<std::unique_ptr<Backend>> backend =
+        OpenPostgres(database_->url());
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    backend_ = *std::move(backend);
+    absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
+    ASSERT_TRUE(engine.ok()) << engine.status();
+    engine_ = *std::move(engine);
+  }
+
+  // The view through the capability, in a transaction of its own.
+  std::optional<RunWithParts> OneTrip(const RunId& run_id) {
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+    EXPECT_TRUE(tx.ok()) << tx.status();
+    if (!tx.ok()) return std::nullopt;
+    auto* reads = dynamic_cast<OneTripRunReads*>(tx->get());
+    EXPECT_NE(reads, nullptr) << "Postgres transactions offer OneTripRunReads";
+    if (reads == nullptr) return std::nullopt;
+    absl::StatusOr<std::optional<RunWithParts>> parts =
+        reads->ReadRunWithParts(run_id);
+    EXPECT_TRUE(parts.ok()) << parts.status();
+    return parts.ok() ? *std::move(parts) : std::nullopt;
+  }
+
+  // The same view through the four Transaction calls.
+  RunWithParts Separately(const RunId& run_id) {
+    RunWithParts parts;
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+    EXPECT_TRUE(tx.ok()) << tx.status();
+    if (!tx.ok()) return parts;
+    auto runs =
+        (*tx)->GetRuns(std::span(&run_id, 1), LockMode::kNone, Fields::kAll);
+    auto steps = (*tx)->GetStepStates(std::span(&run_id, 1), Fields::kAll);
+    auto tasks = (*tx)->ListTasks(run_id);
+    auto attempts = (*tx)->ListAttempts(run_id);
+    EXPECT_TRUE(runs.ok() && steps.ok() && tasks.ok() && attempts.ok());
+    if (!runs.ok() || !(*runs)[0] || !steps.ok() || !tasks.ok() ||
+        !attempts.ok()) {
+      return parts;
+    }
+    parts.run = *(*runs)[0];
+    parts.steps = (*steps)[0];
+    parts.tasks = *tasks;
+    parts.attempts = *attempts;
+    return parts;
+  }
+
+  std::unique_ptr<TestDatabase> database_;
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<Engine> engine_;
+};
+
+TEST_F(PostgresOneTripReadsTest, ARunsView_IsWhatTheSeparateReadsReturn) {
+  Job job("echo", {.queue = "echo"},
+          [](const Json& payload, TaskContext&) -> absl::StatusOr<Json> {
+            if (payload.as_int64() == 2) return NonRetryable("refused");
+            return payload;
+          });
+  ASSERT_TRUE(engine_->Deploy(job).ok());
+  absl::StatusOr<EnqueueResult> done = engine_->Enqueue("echo", Json(1));
+  absl::StatusOr<EnqueueResult> failed = engine_->Enqueue("echo", Json(2));
+  ASSERT_TRUE(done.ok() && failed.ok());
+  EXPECT_EQ(DriveJob(*engine_, job), 2);
+
+  for (const RunId& id : {done->run_id, failed->run_id}) {
+    std::optional<RunWithParts> one_trip = OneTrip(id);
+    ASSERT_TRUE(one_trip.has_value());
+    RunWithParts separate = Separately(id);
+    EXPECT_EQ(one_trip->run.run_id, separate.run.run_id);
+    EXPECT_EQ(one_trip->run.status, separate.run.status);
+    EXPECT_EQ(one_trip->run.output, separate.run.output);
+    EXPECT_EQ(one_trip->run.error, separate.run.error);
+    ASSERT_EQ(one_trip->steps.size(), separate.steps.size());
+    ASSERT_EQ(one_trip->steps.size(), 1u);
+    EXPECT_EQ(one_trip->steps[0].status, separate.steps[0].status);
+    ASSERT_EQ(one_trip->tasks.size(), 1u);
+    ASSERT_EQ(separate.tasks.size(), 1u);
+    EXPECT_EQ(one_trip->tasks[0].status, separate.tasks[0].status);
+    EXPECT_EQ(one_trip->tasks[0].output, separate.tasks[0].output);
+    ASSERT_EQ(one_trip->attempts.size(), 1u);
+    ASSERT_EQ(separate.attempts.size(), 1u);
+    EXPECT_EQ(one_trip->attempts[0].outcome, separate.attempts[0].outcome);
+    EXPECT_EQ(one_trip->attempts[0].error, separate.attempts[0].error);
+  }
+  EXPECT_EQ(OneTrip(done->run_id)->run.status, RunStatus::kCompleted);
+  EXPECT_EQ(OneTrip(failed->run_id)->run.status, RunStatus::kFailed);
+
+  // Engine::GetRun reads through it.
+  absl::StatusOr<RunView> view = engine_->GetRun(failed->run_id);
+  ASSERT_TRUE(view.ok()) << view.status();
+  EXPECT_EQ(view->run.status, RunStatus::kFailed);
+  EXPECT_EQ(view->attempts.size(), 1u);
+}
+
+TEST_F(PostgresOneTripReadsTest, AMissingRun_IsNoneAndTheEngineSaysNotFound) {
+  const RunId missing(0x0190'0000'0000'7000, 0x8000'0000'0000'0001);
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  auto* reads = dynamic_cast<OneTripRunReads*>(tx->get());
+  ASSERT_NE(reads, nullptr);
+  absl::StatusOr<std::optional<RunWithParts>> parts =
+      reads->ReadRunWithParts(missing);
+  ASSERT_TRUE(parts.ok()) << parts.status();
+  EXPECT_FALSE(parts->has_value());
+  tx->reset();  // one transaction per thread
+  EXPECT_EQ(engine_->GetRun(missing).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace sluice::testing
