@@ -1,8 +1,11 @@
 #include "result_recorder.h"
 
+#include <algorithm>
 #include <span>
 #include <utility>
+#include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "engine_impl.h"
 #include "sluice/errors.h"
 #include "sluice/internal/strings.h"
@@ -48,6 +51,7 @@ class Recorder {
       : engine_(engine), worker_id_(worker_id) {}
 
   RecordedResults Run(std::vector<TaskResult> results) {
+    SetAsideSuperseded(results);
     absl::Status batch = Store(results, /*replaced=*/false);
     if (!batch.ok()) {
       if (IsTransientError(batch)) {
@@ -68,6 +72,26 @@ class Recorder {
  private:
   void Log(LogLevel level, std::string_view message) {
     engine_.impl().Log(level, StrCat("worker ", worker_id_, ": ", message));
+  }
+
+  // A task whose lease lapsed can be claimed again by the same worker, so a
+  // batch can hold two attempts of one task. Only the latest can still own
+  // the task, and FinishTasks refuses a task twice in one call (which would
+  // send the whole batch down the one-at-a-time path): each older attempt
+  // is noted stale here and not stored.
+  void SetAsideSuperseded(std::vector<TaskResult>& results) {
+    absl::flat_hash_map<TaskKey, int> latest;
+    for (const TaskResult& r : results) {
+      auto [it, inserted] = latest.try_emplace(r.key, r.attempt);
+      if (!inserted) it->second = std::max(it->second, r.attempt);
+    }
+    if (latest.size() == results.size()) return;
+    std::erase_if(results, [&](const TaskResult& r) {
+      if (r.attempt == latest[r.key]) return false;
+      out_.recorded.push_back(
+          {r.key, r.attempt, ResultDisposition::kStale, /*replaced=*/false});
+      return true;
+    });
   }
 
   // Stores `results` in one transaction and notes what became of them.

@@ -1,10 +1,12 @@
 // Leases: one effective timeout for claim, heartbeat and stall recovery.
 #include "harness.h"
+#include "result_recorder.h"
 
 namespace sluice::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class Timeouts : public Conformance {};
 
@@ -148,6 +150,50 @@ TEST_P(Timeouts, RecoveryLimits_AreValidated) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(engine().ApplyStaleReports(0).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(Timeouts, BothAttemptsOfATaskInOneBatch_TheOlderIsStaleTheBatchStored) {
+  // A worker whose lease lapsed can claim the task again and hold both
+  // attempts' results in one batch.
+  Flow flow = Timed("two_attempts", absl::Seconds(10));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  RunId other = Start(flow, J("{}"));
+  std::vector<ClaimedTask> first = Claim(flow);
+  ASSERT_EQ(first.size(), 2u);
+  const ClaimedTask& lapsed = first[0].key.run_id == run ? first[0] : first[1];
+  clock().Advance(absl::Seconds(41));
+  absl::StatusOr<int> recovered = engine().RecoverStalledTasks(100);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  ASSERT_EQ(*recovered, 2);
+  std::vector<ClaimedTask> again = Claim(flow);
+  ASSERT_EQ(again.size(), 2u);
+  const ClaimedTask& retaken = again[0].key.run_id == run ? again[0] : again[1];
+  ASSERT_EQ(retaken.attempt, 2);
+  const ClaimedTask& other_now =
+      again[0].key.run_id == run ? again[1] : again[0];
+
+  RecordedResults recorded =
+      RecordResults(engine(),
+                    {{lapsed.key, 1, J(R"("late")")},
+                     {retaken.key, 2, J(R"("fresh")")},
+                     {other_now.key, other_now.attempt, J(R"("other")")}},
+                    "w1");
+  EXPECT_TRUE(recorded.retry.empty());
+  EXPECT_TRUE(recorded.dropped.empty());
+  ASSERT_EQ(recorded.recorded.size(), 3u);
+  for (const RecordedResults::Recorded& r : recorded.recorded) {
+    EXPECT_FALSE(r.replaced);
+    EXPECT_EQ(r.disposition, r.attempt == 1 ? ResultDisposition::kStale
+                                            : ResultDisposition::kCompleted)
+        << r.attempt;
+  }
+  EXPECT_EQ(*TaskOf(run, "work").output, J(R"("fresh")"));
+  EXPECT_EQ(View(other).run.status, RunStatus::kCompleted);
+  // Stored as one batch, not one result at a time.
+  for (const std::string& line : LogLines()) {
+    EXPECT_THAT(line, Not(HasSubstr("one at a time"))) << line;
+  }
 }
 
 SLUICE_CONFORMANCE_SUITE(Timeouts);
