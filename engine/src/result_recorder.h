@@ -47,7 +47,9 @@ struct RecordedResults {
 // stores the results one at a time so the refused one is isolated; a result
 // refused on its own is replaced by a non-retryable failure (the task fails
 // with an error naming the refusal) and the others are stored as they are.
-// Logs what it could not store as coming from `worker_id`.
+// An older attempt of a task whose newer attempt is also in `results` is
+// noted stale and not stored. Logs what it could not store as coming from
+// `worker_id`.
 RecordedResults RecordResults(Engine& engine, std::vector<TaskResult> results,
                               std::string_view worker_id);
 
