@@ -208,6 +208,12 @@ class PgTables {
   static absl::StatusOr<std::vector<TaskRecord>> ReadTasks(const Result& result,
                                                            Fields fields,
                                                            int first = 0);
+  // Reads up to `limit` messages of `queue` with `sql` (a read of
+  // QueueSql's); nullopt for a limit of 0 or less once the queue is known
+  // to exist.
+  absl::StatusOr<std::optional<Result>> ReadFromQueue(
+      std::string_view operation, std::string_view queue, std::string_view sql,
+      absl::Time now, int limit, absl::Time visible_until);
   // Notes `now`: SetVisibility wakes watchers of messages visible by then.
   void SawTime(absl::Time now);
   // Queues pg_notify for `queue`'s watchers, once per transaction (the

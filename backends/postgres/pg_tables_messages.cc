@@ -125,24 +125,32 @@ absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
   return message_ids;
 }
 
-absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
-    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
-    Fields fields) {
-  constexpr std::string_view kOperation = "ReadMessages";
+absl::StatusOr<std::optional<Result>> PgTables::ReadFromQueue(
+    std::string_view operation, std::string_view queue, std::string_view sql,
+    absl::Time now, int limit, absl::Time visible_until) {
   SawTime(now);
   if (limit <= 0) {
     SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
-    if (!exists) return MissingQueue(kOperation, queue);
-    return std::vector<MessageRecord>();
+    if (!exists) return MissingQueue(operation, queue);
+    return std::nullopt;
   }
+  return Query(sql,
+               Params().Time(now).Time(visible_until).Int(limit).Text(queue),
+               operation, queue);
+}
+
+absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
+    std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
+    Fields fields) {
   SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(connection_.StatementsFor(queue).Read(fields),
-            Params().Time(now).Time(visible_until).Int(limit).Text(queue),
-            kOperation, queue));
-  SLUICE_ASSIGN_OR_RETURN(std::vector<ClaimedMessage> claimed,
-                          ReadClaimed(result, fields, std::nullopt));
+      std::optional<Result> result,
+      ReadFromQueue("ReadMessages", queue,
+                    connection_.StatementsFor(queue).Read(fields), now, limit,
+                    visible_until));
   std::vector<MessageRecord> messages;
+  if (!result.has_value()) return messages;
+  SLUICE_ASSIGN_OR_RETURN(std::vector<ClaimedMessage> claimed,
+                          ReadClaimed(*result, fields, std::nullopt));
   messages.reserve(claimed.size());
   for (ClaimedMessage& message : claimed) {
     messages.push_back(std::move(message.record));
@@ -153,22 +161,16 @@ absl::StatusOr<std::vector<MessageRecord>> PgTables::ReadMessages(
 absl::StatusOr<internal::MessagesWithTasks> PgTables::ReadMessagesWithTasks(
     std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
     Fields task_fields) {
-  constexpr std::string_view kOperation = "ReadMessagesWithTasks";
-  SawTime(now);
-  if (limit <= 0) {
-    SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
-    if (!exists) return MissingQueue(kOperation, queue);
-    return internal::MessagesWithTasks();
-  }
   SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(connection_.StatementsFor(queue).ReadWithTasks(task_fields),
-            Params().Time(now).Time(visible_until).Int(limit).Text(queue),
-            kOperation, queue));
+      std::optional<Result> result,
+      ReadFromQueue("ReadMessagesWithTasks", queue,
+                    connection_.StatementsFor(queue).ReadWithTasks(task_fields),
+                    now, limit, visible_until));
+  internal::MessagesWithTasks read;
+  if (!result.has_value()) return read;
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<ClaimedMessage> claimed,
-      ReadClaimed(result, Fields::kNoPayloads, task_fields));
-  internal::MessagesWithTasks read;
+      ReadClaimed(*result, Fields::kNoPayloads, task_fields));
   read.messages.reserve(claimed.size());
   read.tasks.reserve(claimed.size());
   for (ClaimedMessage& message : claimed) {
