@@ -275,17 +275,40 @@ TEST_P(ChildrenContractTest, CountChildLinks_ByStatus) {
   });
 
   std::unique_ptr<Transaction> tx = Begin();
-  ASSERT_OK_AND_ASSIGN(ChildCounts counts, tx->CountChildLinks(Parent()));
+  ASSERT_OK_AND_ASSIGN(ChildCounts counts, tx->CountChildLinks(Parent(), 10));
   EXPECT_EQ(counts.pending, 2);
   EXPECT_EQ(counts.completed, 1);
   EXPECT_EQ(counts.failed, 1);
   EXPECT_EQ(counts.cancelled, 1);
   EXPECT_EQ(counts.total(), 5);
-  ASSERT_OK_AND_ASSIGN(ChildCounts other, tx->CountChildLinks(Parent(2)));
+  ASSERT_OK_AND_ASSIGN(ChildCounts other, tx->CountChildLinks(Parent(2), 10));
   EXPECT_EQ(other.pending, 1);
   EXPECT_EQ(other.total(), 1);
-  ASSERT_OK_AND_ASSIGN(ChildCounts none, tx->CountChildLinks(Parent(1, 1)));
+  ASSERT_OK_AND_ASSIGN(ChildCounts none, tx->CountChildLinks(Parent(1, 1), 10));
   EXPECT_EQ(none.total(), 0);
+}
+
+TEST_P(ChildrenContractTest, CountChildLinks_EachCountStopsAtUpTo) {
+  InsertLinks({Link(Parent(), 0), Link(Parent(), 1), Link(Parent(), 2),
+               Link(Parent(), 3)});
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.SettleChildLinks(
+        Movable({Settle(Parent(), 0, ChildStatus::kCompleted, J("1"))})));
+  });
+  std::unique_ptr<Transaction> tx = Begin();
+  ASSERT_OK_AND_ASSIGN(ChildCounts one, tx->CountChildLinks(Parent(), 1));
+  EXPECT_EQ(one.pending, 1);
+  EXPECT_EQ(one.completed, 1);
+  EXPECT_EQ(one.failed, 0);
+  ASSERT_OK_AND_ASSIGN(ChildCounts two, tx->CountChildLinks(Parent(), 2));
+  EXPECT_EQ(two.pending, 2);
+  ASSERT_OK_AND_ASSIGN(ChildCounts exact, tx->CountChildLinks(Parent(), 3));
+  EXPECT_EQ(exact.pending, 3);
+  for (int64_t nothing : {int64_t{0}, int64_t{-1}}) {
+    ASSERT_OK_AND_ASSIGN(ChildCounts none,
+                         tx->CountChildLinks(Parent(), nothing));
+    EXPECT_EQ(none.total(), 0) << nothing;
+  }
 }
 
 TEST_P(ChildrenContractTest, SettleChildLinks_FirstOccurrenceAndPendingOnly) {

@@ -97,7 +97,7 @@ TEST(PostgresChildrenUpgradeTest, Version4Database_MigratesAndTakesFanOut) {
                        .pending_since = At(0),
                        .spec = J(R"({"flow":"child"})")};
   EXPECT_TRUE((*tx)->InsertChildLinks({&link, 1}).ok());
-  EXPECT_EQ(ValueOf((*tx)->CountChildLinks(park.task.key)).pending, 1);
+  EXPECT_EQ(ValueOf((*tx)->CountChildLinks(park.task.key, 10)).pending, 1);
   ChildReport child_report{.parent = park.task.key, .child_run_id = RunNo(2)};
   EXPECT_EQ(ValueOf((*tx)->AppendChildReports({&child_report, 1})).size(), 1u);
   EXPECT_TRUE((*tx)->Commit().ok());
@@ -183,7 +183,7 @@ TEST_F(PostgresJobsTest, ChildQueries_WalkTheirIndexes_WithAnyStatistics) {
     EXPECT_THAT(plan, Not(HasSubstr("Filter: (child_index"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on child_links"))) << plan;
 
-    plan = PlanText(*session, sql::kCountChildLinks, {parent, "0", "0"});
+    plan = PlanText(*session, sql::kCountChildLinks, {parent, "0", "0", "1"});
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
   }
 }

@@ -419,7 +419,7 @@ void ExpectFanOutWorks(Transaction& txn) {
                        .pending_since = kT0,
                        .spec = J(R"({"flow":"child"})")};
   EXPECT_TRUE(txn.InsertChildLinks({&link, 1}).ok());
-  EXPECT_EQ(ValueOf(txn.CountChildLinks(park.task.key)).pending, 1);
+  EXPECT_EQ(ValueOf(txn.CountChildLinks(park.task.key, 10)).pending, 1);
   ChildReport report{.parent = park.task.key, .child_run_id = kRun2};
   EXPECT_THAT(ValueOf(txn.AppendChildReports({&report, 1})), ElementsAre(1));
 }

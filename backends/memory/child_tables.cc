@@ -50,7 +50,8 @@ std::vector<ChildLinkRecord> ChildTables::GetLinks(const TaskKey& parent,
   return found;
 }
 
-ChildCounts ChildTables::CountLinks(const TaskKey& parent) const {
+ChildCounts ChildTables::CountLinks(const TaskKey& parent,
+                                    int64_t up_to) const {
   ChildCounts counts;
   for (auto it = links_.lower_bound({parent, kFirstIndex});
        it != links_.end() && it->first.first == parent; ++it) {
@@ -68,6 +69,11 @@ ChildCounts ChildTables::CountLinks(const TaskKey& parent) const {
         ++counts.cancelled;
         break;
     }
+  }
+  const int64_t cap = std::max<int64_t>(up_to, 0);
+  for (int64_t* count : {&counts.pending, &counts.completed, &counts.failed,
+                         &counts.cancelled}) {
+    *count = std::min(*count, cap);
   }
   return counts;
 }

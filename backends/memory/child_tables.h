@@ -36,7 +36,8 @@ class ChildTables {
   absl::Status InsertLinks(std::span<ChildLinkRecord> links, UndoLog& undo);
   std::vector<ChildLinkRecord> GetLinks(const TaskKey& parent,
                                         Fields fields) const;
-  ChildCounts CountLinks(const TaskKey& parent) const;
+  // Each status counted up to `up_to` (nothing when it is 0 or less).
+  ChildCounts CountLinks(const TaskKey& parent, int64_t up_to) const;
   std::vector<bool> Settle(std::span<ChildSettlement> settlements,
                            UndoLog& undo);
   int64_t CancelPending(const TaskKey& parent, std::string_view error,

@@ -30,9 +30,9 @@ absl::StatusOr<std::vector<ChildLinkRecord>> MemoryTransaction::GetChildLinks(
 }
 
 absl::StatusOr<ChildCounts> MemoryTransaction::CountChildLinks(
-    const TaskKey& parent) {
+    const TaskKey& parent, int64_t up_to) {
   return Apply([&]() -> absl::StatusOr<ChildCounts> {
-    return store().children.CountLinks(parent);
+    return store().children.CountLinks(parent, up_to);
   });
 }
 

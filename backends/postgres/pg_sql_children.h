@@ -51,14 +51,19 @@ inline constexpr auto kGetChildLinksState =
     Join("SELECT ", kChildLinkState, kLinksOfParent);
 inline constexpr ByFields kGetChildLinks{kGetChildLinksAll,
                                          kGetChildLinksState};
-// From child_links_by_status alone (an index-only scan once vacuumed).
-inline constexpr std::string_view kCountChildLinks =
-    "SELECT count(*) FILTER (WHERE status = 'pending'), "
-    "count(*) FILTER (WHERE status = 'completed'), "
-    "count(*) FILTER (WHERE status = 'failed'), "
-    "count(*) FILTER (WHERE status = 'cancelled') "
-    "FROM sluice.child_links WHERE parent_run_id = $1::uuid "
-    "AND parent_step = $2 AND parent_task = $3";
+// Per status, a seek into child_links_by_status (an index-only scan once
+// vacuumed) and at most $4 entries: a parent's 10,000 pending links cost
+// what one does.
+inline constexpr char kCountLinksWith[] =
+    "(SELECT count(*) FROM (SELECT FROM sluice.child_links WHERE "
+    "parent_run_id = $1::uuid AND parent_step = $2 AND parent_task = $3 AND "
+    "status = '";
+inline constexpr char kCountLinksUpTo[] = "' LIMIT $4) AS l)";
+inline constexpr auto kCountChildLinks =
+    Join("SELECT ", kCountLinksWith, "pending", kCountLinksUpTo, ", ",
+         kCountLinksWith, "completed", kCountLinksUpTo, ", ", kCountLinksWith,
+         "failed", kCountLinksUpTo, ", ", kCountLinksWith, "cancelled",
+         kCountLinksUpTo);
 
 // One statement for the whole batch. `u` keeps only the first occurrence
 // (lowest ord) of each link, sorted by key; `l` locks each still-pending

@@ -137,7 +137,8 @@ class PgTables {
   absl::Status InsertChildLinks(std::span<const ChildLinkRecord> links);
   absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
       const TaskKey& parent, Fields fields);
-  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent);
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent,
+                                              int64_t up_to);
   absl::StatusOr<std::vector<bool>> SettleChildLinks(
       std::span<const ChildSettlement> settlements);
   absl::StatusOr<int64_t> CancelPendingChildLinks(const TaskKey& parent,

@@ -76,10 +76,12 @@ absl::StatusOr<std::vector<ChildLinkRecord>> PgTables::GetChildLinks(
   return ReadLinks(result, fields);
 }
 
-absl::StatusOr<ChildCounts> PgTables::CountChildLinks(const TaskKey& parent) {
+absl::StatusOr<ChildCounts> PgTables::CountChildLinks(const TaskKey& parent,
+                                                      int64_t up_to) {
+  if (up_to <= 0) return ChildCounts();  // LIMIT refuses a negative count
   SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(sql::kCountChildLinks, ParentParams(parent), "CountChildLinks"));
+      Result result, Query(sql::kCountChildLinks,
+                           ParentParams(parent).Int(up_to), "CountChildLinks"));
   if (result.rows() != 1) {
     return absl::InternalError("postgres CountChildLinks: no row");
   }

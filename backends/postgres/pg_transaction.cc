@@ -367,8 +367,8 @@ absl::StatusOr<std::vector<ChildLinkRecord>> PostgresTransaction::GetChildLinks(
 }
 
 absl::StatusOr<ChildCounts> PostgresTransaction::CountChildLinks(
-    const TaskKey& parent) {
-  return Guarded([&] { return tables_.CountChildLinks(parent); });
+    const TaskKey& parent, int64_t up_to) {
+  return Guarded([&] { return tables_.CountChildLinks(parent, up_to); });
 }
 
 absl::StatusOr<std::vector<bool>> PostgresTransaction::SettleChildLinks(

@@ -174,7 +174,8 @@ class PostgresTransaction final : public Transaction,
   absl::Status InsertChildLinks(std::span<ChildLinkRecord> links) override;
   absl::StatusOr<std::vector<ChildLinkRecord>> GetChildLinks(
       const TaskKey& parent, Fields fields) override;
-  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent) override;
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent,
+                                              int64_t up_to) override;
   absl::StatusOr<std::vector<bool>> SettleChildLinks(
       std::span<ChildSettlement> settlements) override;
   absl::StatusOr<int64_t> CancelPendingChildLinks(

@@ -42,13 +42,19 @@ inline constexpr auto kGetChildLinksAll =
     JoinSql("SELECT ", kChildLinkColumns.text, kLinksOfParent);
 inline constexpr auto kGetChildLinksNoPayloads =
     JoinSql("SELECT ", kChildLinkStateColumns, kLinksOfParent);
-// Conditional sums over child_links_by_status alone (it covers every
-// column read): one pass over the parent's entries, no sort.
-inline constexpr std::string_view kCountChildLinks =
-    "SELECT sum(status = 'pending'), sum(status = 'completed'), "
-    "sum(status = 'failed'), sum(status = 'cancelled') "
-    "FROM child_links INDEXED BY child_links_by_status "
-    "WHERE parent_run_seq = ?1 AND parent_step = ?2 AND parent_task = ?3";
+// Per status, a seek into child_links_by_status (it covers every column
+// read) and at most ?4 entries: a parent's 10,000 pending links cost what
+// one does.
+inline constexpr char kCountLinksWith[] =
+    "(SELECT count(*) FROM (SELECT 1 FROM child_links INDEXED BY "
+    "child_links_by_status WHERE parent_run_seq = ?1 AND parent_step = ?2 "
+    "AND parent_task = ?3 AND status = '";
+inline constexpr char kCountLinksUpTo[] = "' LIMIT ?4))";
+inline constexpr auto kCountChildLinks =
+    JoinSql("SELECT ", kCountLinksWith, "pending", kCountLinksUpTo, ", ",
+            kCountLinksWith, "completed", kCountLinksUpTo, ", ",
+            kCountLinksWith, "failed", kCountLinksUpTo, ", ", kCountLinksWith,
+            "cancelled", kCountLinksUpTo);
 
 // One link per execution, by primary key, only while pending: a repeat in
 // the same call finds it settled and changes nothing. ?5 status, ?6 output,

@@ -113,18 +113,19 @@ absl::StatusOr<std::vector<ChildLinkRecord>> SqliteTables::GetChildLinks(
   return ReadLinks(get, fields);
 }
 
-absl::StatusOr<ChildCounts> SqliteTables::CountChildLinks(
-    const TaskKey& parent) {
+absl::StatusOr<ChildCounts> SqliteTables::CountChildLinks(const TaskKey& parent,
+                                                          int64_t up_to) {
   ChildCounts counts;
+  if (up_to <= 0) return counts;  // SQLite reads LIMIT -1 as no limit
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<int64_t>> seq,
                           FindRunSeqs({&parent.run_id, 1}));
   if (!seq[0].has_value()) return counts;
   SLUICE_ASSIGN_OR_RETURN(Statement count,
                           Prepare(sql::kCountChildLinks, "CountChildLinks"));
   BindParent(count, *seq[0], parent);
+  count.BindInt(4, up_to);
   SLUICE_ASSIGN_OR_RETURN(bool row, count.Step());
   if (!row) return absl::InternalError("sqlite CountChildLinks: no row");
-  // sum() over no rows is NULL, which reads as 0.
   counts.pending = count.Int(0);
   counts.completed = count.Int(1);
   counts.failed = count.Int(2);

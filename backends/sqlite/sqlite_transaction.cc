@@ -371,8 +371,8 @@ absl::StatusOr<std::vector<ChildLinkRecord>> SqliteTransaction::GetChildLinks(
 }
 
 absl::StatusOr<ChildCounts> SqliteTransaction::CountChildLinks(
-    const TaskKey& parent) {
-  return Guarded([&] { return tables_.CountChildLinks(parent); });
+    const TaskKey& parent, int64_t up_to) {
+  return Guarded([&] { return tables_.CountChildLinks(parent, up_to); });
 }
 
 absl::StatusOr<std::vector<bool>> SqliteTransaction::SettleChildLinks(

@@ -76,7 +76,8 @@ absl::Status SettleParent(Transaction& tx, const TaskKey& parent,
   // can't settle, which is what nearly every relay of a large fan-out
   // finds; reading (and decoding) every link each time made a relay's cost
   // grow with the number of children (docs/decisions/0042).
-  SLUICE_ASSIGN_OR_RETURN(ChildCounts counts, tx.CountChildLinks(parent));
+  SLUICE_ASSIGN_OR_RETURN(ChildCounts counts,
+                          tx.CountChildLinks(parent, /*up_to=*/1));
   if (counts.pending > 0 && counts.failed == 0) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(std::vector<ChildLinkRecord> links,
                           tx.GetChildLinks(parent, Fields::kAll));

@@ -350,9 +350,13 @@ class Transaction {
     (void)fields;
     return FanOutUnimplemented();
   }
-  // The links of `parent` by status.
-  virtual absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent) {
+  // The links of `parent` by status, each count stopping at `up_to` (all
+  // zero when it is 0 or less): asking whether any link is pending or
+  // failed costs a seek per status however many children the parent has.
+  virtual absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent,
+                                                      int64_t up_to) {
     (void)parent;
+    (void)up_to;
     return FanOutUnimplemented();
   }
   // Applies each settlement whose link exists and is still pending (status,

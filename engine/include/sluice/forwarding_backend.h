@@ -259,9 +259,10 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetChildLinks"));
     return target_->GetChildLinks(parent, fields);
   }
-  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent) override {
+  absl::StatusOr<ChildCounts> CountChildLinks(const TaskKey& parent,
+                                              int64_t up_to) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("CountChildLinks"));
-    return target_->CountChildLinks(parent);
+    return target_->CountChildLinks(parent, up_to);
   }
   absl::StatusOr<std::vector<bool>> SettleChildLinks(
       std::span<ChildSettlement> settlements) override {
