@@ -35,6 +35,20 @@ absl::StatusOr<FanOutTiming> RunFanOutWorkload(const std::string& url,
 absl::StatusOr<FanOutTiming> RunEnqueueManyWorkload(const std::string& url,
                                                     int jobs);
 
+// W7: one run of a flow whose root step maps over `elements` small objects,
+// on the same worker; compared with the EnqueueMany side for as many jobs.
+struct MapTiming {
+  absl::Duration start_run;  // StartRun: every element's task written
+  FanOutTiming run;          // StartRun to the run completing
+  // The process's peak resident memory above what it held just before
+  // StartRun (the input array already built), in bytes per element: during
+  // StartRun, and until every task's result is recorded and applied (the
+  // map's output gathered included; the bench's final GetRun excluded).
+  double start_peak_bytes_per_element = 0;
+  double run_peak_bytes_per_element = 0;
+};
+absl::StatusOr<MapTiming> RunMapWorkload(const std::string& url, int elements);
+
 }  // namespace sluice::bench
 
 #endif  // SLUICE_BENCH_FANOUT_WORKLOAD_H_

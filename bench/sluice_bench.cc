@@ -1,7 +1,7 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
-//   sluice-bench --backend URL --workload W1|W2|W3|W4|W5|W6 [--no-baseline]
-//                [--w6-depth N]
+//   sluice-bench --backend URL --workload W1|W2|W3|W4|W5|W6|W7
+//                [--no-baseline] [--w6-depth N] [--w7-elements N]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
@@ -16,6 +16,8 @@
 //     EnqueueMany in the same run (see fanout_workload.h).
 // W6: 1,000,000 jobs (--w6-depth) left queued, then W1's jobs on top in the
 //     same queue, next to the same on an empty store (depth_workload.h).
+// W7: one run of a root map over 100,000 elements (--w7-elements), next to
+//     the same number of jobs through EnqueueMany (fanout_workload.h).
 //
 // Every workload ends with one line:
 //   RESULT workload=<W> backend=<name> value=<v> baseline=<b> ratio=<v/b>
@@ -27,15 +29,19 @@
 // tasks_per_s / baseline_per_s (W1, W2), p50_ms / p99_ms / wake /
 // baseline_p50_ms (W3), jobs_per_s / w1_per_s (W4), children /
 // per_child_us / enqueue_many_per_job_us (W5), jobs_per_s / empty_per_s /
-// depth (W6). On Postgres, wal_per_job is the WAL the server wrote per job
-// (pg_current_wal_lsn() before and after, cluster-wide) and hot the share
+// depth (W6), elements / start_run_ms / per_element_us /
+// enqueue_many_per_job_us / start_bytes_per_element / run_bytes_per_element
+// (W7; value is per_element_us, lower is better). On Postgres,
+// wal_per_job is the WAL the server wrote per job (pg_current_wal_lsn()
+// before and after, cluster-wide) and hot the share
 // of row updates in the measured database that were HOT
 // (pg_stat_user_tables); a line before RESULT gives them per table.
 //
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
-// postgres_support.h), so the ratio survives a noisy machine. W4 and W6
-// compare with a Sluice workload instead (W1; W6 on an empty store).
+// postgres_support.h), so the ratio survives a noisy machine. W4 to W7
+// compare with a Sluice workload instead (W1; EnqueueMany for W5 and W7,
+// which measures W7's after the map; W6 on an empty store).
 //
 // SQLite files and Postgres databases are created afresh for each
 // measurement: a Postgres URL names the server, and the bench drops and
@@ -69,6 +75,7 @@ struct Options {
   int concurrency = 10;
   int batch_size = 100;
   int w6_depth = 1'000'000;
+  int w7_elements = 100'000;
 };
 
 Flow JobFlow() {
@@ -213,6 +220,13 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
         return absl::InvalidArgumentError(
             "--w6-depth must be a whole number >= 0, not \"" + *v + "\"");
       }
+    } else if (a == "--w7-elements") {
+      absl::StatusOr<std::string> v = value();
+      if (!v.ok()) return v.status();
+      if (!absl::SimpleAtoi(*v, &o.w7_elements) || o.w7_elements < 1) {
+        return absl::InvalidArgumentError(
+            "--w7-elements must be a whole number >= 1, not \"" + *v + "\"");
+      }
     } else if (a == "--no-baseline") {
       o.baseline = false;
     } else {
@@ -220,9 +234,10 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
     }
   }
   if (o.workload != "W1" && o.workload != "W2" && o.workload != "W3" &&
-      o.workload != "W4" && o.workload != "W5" && o.workload != "W6") {
+      o.workload != "W4" && o.workload != "W5" && o.workload != "W6" &&
+      o.workload != "W7") {
     return absl::InvalidArgumentError(
-        "--workload must be W1, W2, W3, W4, W5 or W6");
+        "--workload must be W1, W2, W3, W4, W5, W6 or W7");
   }
   return o;
 }
@@ -293,7 +308,7 @@ void PrintResult(const Outcome& o) {
   PrintCost("sluice", o.cost, o.jobs);
   PrintCost("baseline", o.baseline_cost, o.baseline_jobs);
   // Rates in whole jobs per second, latencies (W3) in milliseconds.
-  const int digits = o.workload == "W3" ? 3 : 0;
+  const int digits = o.workload == "W3" ? 3 : o.workload == "W7" ? 1 : 0;
   std::printf("RESULT workload=%s backend=%s value=%.*f", o.workload.c_str(),
               o.backend.c_str(), digits, o.value);
   if (o.baseline.has_value()) {
@@ -477,6 +492,44 @@ int RunFanOut(const Options& options) {
   return 0;
 }
 
+// W7: the map first, so that its memory peak is not hidden by pages the
+// allocator kept from an earlier workload; then EnqueueMany for as many
+// jobs, on fresh storage each.
+int RunMap(const Options& options) {
+  const int n = options.w7_elements;
+  absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
+  if (!fresh.ok()) return Report(fresh.status());
+  absl::StatusOr<MapTiming> map = RunMapWorkload(*fresh, n);
+  if (!map.ok()) return Report(map.status());
+  std::printf(
+      "map: %d elements, StartRun %.1f ms, first task after %.1f ms, run "
+      "completed after %.1f ms; peak memory %.0f bytes/element in StartRun, "
+      "%.0f over the run\n",
+      n, absl::ToDoubleMilliseconds(map->start_run),
+      absl::ToDoubleMilliseconds(map->run.first_start),
+      absl::ToDoubleMilliseconds(map->run.total),
+      map->start_peak_bytes_per_element, map->run_peak_bytes_per_element);
+  Outcome o{.workload = "W7",
+            .backend = BackendName(options.backend),
+            .value = absl::ToDoubleMicroseconds(map->run.total) / n};
+  if (options.baseline) {
+    fresh = FreshUrl(options.backend, ".baseline");
+    if (!fresh.ok()) return Report(fresh.status());
+    absl::StatusOr<FanOutTiming> many = RunEnqueueManyWorkload(*fresh, n);
+    if (!many.ok()) return Report(many.status());
+    o.baseline = absl::ToDoubleMicroseconds(many->total) / n;
+  }
+  o.fields = absl::StrFormat(
+      " elements=%d start_run_ms=%.1f per_element_us=%.1f "
+      "enqueue_many_per_job_us=%.1f start_bytes_per_element=%.0f "
+      "run_bytes_per_element=%.0f",
+      n, absl::ToDoubleMilliseconds(map->start_run), o.value,
+      o.baseline.value_or(0), map->start_peak_bytes_per_element,
+      map->run_peak_bytes_per_element);
+  PrintResult(o);
+  return 0;
+}
+
 int RunLatency(const Options& options) {
   constexpr int kJobs = 200;
   Outcome o{.workload = "W3", .backend = BackendName(options.backend)};
@@ -524,8 +577,8 @@ int main(int argc, char** argv) {
   if (!options.ok()) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
-                 "--workload W1|W2|W3|W4|W5|W6 [--no-baseline] "
-                 "[--w6-depth N]\n",
+                 "--workload W1|W2|W3|W4|W5|W6|W7 [--no-baseline] "
+                 "[--w6-depth N] [--w7-elements N]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
@@ -533,5 +586,6 @@ int main(int argc, char** argv) {
   if (options->workload == "W4") return RunJobs(*options);
   if (options->workload == "W5") return RunFanOut(*options);
   if (options->workload == "W6") return RunDepth(*options);
+  if (options->workload == "W7") return RunMap(*options);
   return RunThroughput(*options);
 }

@@ -33,6 +33,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -107,6 +108,23 @@ class BoundRows {
   std::vector<int64_t> positions_;  // each row's position when added, once
                                     // sorted (empty: unsorted)
 };
+
+// The most rows one insert binds at a time. A batch larger than this (the
+// tasks of a 100,000-element map) is inserted in statements of this many
+// rows, so its cells are never all held at once (16 bytes a cell, 21 cells
+// a task).
+inline constexpr size_t kRowsPerInsert = 1024;
+
+// Calls `insert(begin, end)` for consecutive ranges of at most
+// kRowsPerInsert that cover [0, count), stopping at the first error.
+template <typename Insert>
+absl::Status InsertInChunks(size_t count, Insert insert) {
+  for (size_t begin = 0; begin < count; begin += kRowsPerInsert) {
+    absl::Status s = insert(begin, std::min(count, begin + kRowsPerInsert));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
 
 // Registers `sluice_rows` on `db`. Every connection that prepares the
 // backend's statements needs it.

@@ -40,23 +40,25 @@ absl::StatusOr<std::vector<int64_t>> SqliteTables::SendMessages(
   const int64_t first_seq = last_seq - count + 1;
   std::vector<int64_t> message_ids;
   message_ids.reserve(messages.size());
-  BoundRows rows(5, messages.size());
-  for (const OutgoingMessage& message : messages) {
-    const int64_t i = static_cast<int64_t>(message_ids.size());
-    message_ids.push_back(first_id + i);
-    rows.AddInt(first_id + i)
-        .AddInt(first_seq + i)
-        .AddInt(message.priority)
-        .AddTime(message.visible_at);
-    AddJson(rows, message.body);
-  }
-  if (rows.empty()) return message_ids;
-  SLUICE_ASSIGN_OR_RETURN(Statement insert,
-                          Prepare(sql::kInsertMessages, "SendMessages"));
-  insert.BindText(1, queue);
-  insert.BindTime(2, now);
-  insert.BindRows(3, rows);
-  SLUICE_RETURN_IF_ERROR(insert.Run());
+  for (int64_t i = 0; i < count; ++i) message_ids.push_back(first_id + i);
+  SLUICE_RETURN_IF_ERROR(
+      InsertInChunks(messages.size(), [&](size_t begin, size_t end) {
+        BoundRows rows(5, end - begin);
+        for (size_t i = begin; i < end; ++i) {
+          const int64_t offset = static_cast<int64_t>(i);
+          rows.AddInt(first_id + offset)
+              .AddInt(first_seq + offset)
+              .AddInt(messages[i].priority)
+              .AddTime(messages[i].visible_at);
+          AddJson(rows, messages[i].body);
+        }
+        SLUICE_ASSIGN_OR_RETURN(Statement insert,
+                                Prepare(sql::kInsertMessages, "SendMessages"));
+        insert.BindText(1, queue);
+        insert.BindTime(2, now);
+        insert.BindRows(3, rows);
+        return insert.Run();
+      }));
   return message_ids;
 }
 

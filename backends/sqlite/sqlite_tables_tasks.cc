@@ -65,37 +65,42 @@ absl::Status SqliteTables::InsertTasks(std::span<const TaskRecord> tasks) {
       RequireRunSeqs(
           RunIdsOf(tasks, [](const TaskRecord& t) { return t.key.run_id; }),
           kOperation));
-  BoundRows rows(21, tasks.size());
-  for (size_t i = 0; i < tasks.size(); ++i) {
-    const TaskRecord& task = tasks[i];
-    rows.AddInt(seqs[i]);
-    AddRunId(rows, task.key.run_id);
-    rows.AddInt(task.key.step_index)
-        .AddInt(task.key.task_index)
-        .AddText(task.flow_slug)
-        .AddText(ToString(task.status))
-        .AddInt(task.attempts)
-        .AddText(task.error)
-        .AddText(task.queue_name)
-        .AddInt(task.message_id)
-        .AddTime(task.queued_at)
-        .AddOptionalTime(task.started_at)
-        .AddOptionalTime(task.finished_at)
-        .AddOptionalTime(task.stall_at)
-        .AddInt(task.requeued_count)
-        .AddText(task.worker_id)
-        .AddInt(task.budget_start)
-        .AddInt(task.cancel_requested ? 1 : 0);
-    AddNullableJson(rows, task.options);
-    AddJson(rows, task.input);
-    AddOptionalJson(rows, task.output);
-  }
-  SLUICE_ASSIGN_OR_RETURN(Statement insert,
-                          Prepare(sql::kInsertTasks, kOperation));
-  insert.BindRows(1, rows);
-  return DescribeDuplicate(
-      insert.Run(), tasks.size() == 1 ? DescribeTask(tasks[0])
-                                      : "a task of the batch, or its message,");
+  // A failed call leaves the transaction unusable (sluice/backend.h), so
+  // the chunks before a failing one need no undoing here.
+  const std::string what = tasks.size() == 1
+                               ? DescribeTask(tasks[0])
+                               : "a task of the batch, or its message,";
+  return InsertInChunks(tasks.size(), [&](size_t begin, size_t end) {
+    BoundRows rows(21, end - begin);
+    for (size_t i = begin; i < end; ++i) {
+      const TaskRecord& task = tasks[i];
+      rows.AddInt(seqs[i]);
+      AddRunId(rows, task.key.run_id);
+      rows.AddInt(task.key.step_index)
+          .AddInt(task.key.task_index)
+          .AddText(task.flow_slug)
+          .AddText(ToString(task.status))
+          .AddInt(task.attempts)
+          .AddText(task.error)
+          .AddText(task.queue_name)
+          .AddInt(task.message_id)
+          .AddTime(task.queued_at)
+          .AddOptionalTime(task.started_at)
+          .AddOptionalTime(task.finished_at)
+          .AddOptionalTime(task.stall_at)
+          .AddInt(task.requeued_count)
+          .AddText(task.worker_id)
+          .AddInt(task.budget_start)
+          .AddInt(task.cancel_requested ? 1 : 0);
+      AddNullableJson(rows, task.options);
+      AddJson(rows, task.input);
+      AddOptionalJson(rows, task.output);
+    }
+    SLUICE_ASSIGN_OR_RETURN(Statement insert,
+                            Prepare(sql::kInsertTasks, kOperation));
+    insert.BindRows(1, rows);
+    return DescribeDuplicate(insert.Run(), what);
+  });
 }
 
 absl::StatusOr<std::vector<std::optional<TaskRecord>>> SqliteTables::GetTasks(

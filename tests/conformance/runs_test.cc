@@ -1,5 +1,7 @@
 // Runs: inputs, step inputs, map fan-out, outputs, JSON scalars, queue
 // identity, cancellation.
+#include <set>
+
 #include "boost/json/serialize.hpp"
 #include "harness.h"
 
@@ -139,6 +141,41 @@ TEST_P(Runs, RootMap_OneTaskPerElementWithTheElementAsInput) {
   RunView view = View(run);
   EXPECT_EQ(view.run.status, RunStatus::kCompleted);
   EXPECT_EQ(*view.run.output, J(R"({"each":[{"id":1},"two",3,null]})"));
+}
+
+// More elements than one insert statement takes (the SQLite backend writes
+// tasks and messages 1,024 rows at a time): every element still gets its
+// task and its own message, in element order.
+TEST_P(Runs, RootMapOverThousandsOfElements_CreatesEveryTaskInOrder) {
+  constexpr int kElements = 2'500;
+  Flow flow("wide_map");
+  flow.Map("each", Echo());
+  Deploy(flow);
+  boost::json::array input;
+  for (int i = 0; i < kElements; ++i) input.emplace_back(i);
+  RunId run = Start(flow, input);
+  std::set<int64_t> messages;
+  for (const TaskRecord& task : View(run).tasks) {
+    messages.insert(task.message_id);
+  }
+  EXPECT_EQ(messages.size(), static_cast<size_t>(kElements));
+  std::vector<ClaimedTask> claimed;
+  for (int round = 0; round < 3; ++round) {
+    for (ClaimedTask& task : Claim(flow, 1'000)) {
+      claimed.push_back(std::move(task));
+    }
+  }
+  ASSERT_EQ(claimed.size(), static_cast<size_t>(kElements));
+  std::vector<TaskResult> results;
+  for (int i = 0; i < kElements; ++i) {
+    EXPECT_EQ(claimed[i].key.task_index, i);
+    EXPECT_EQ(claimed[i].input, Json(i));
+    results.push_back({claimed[i].key, claimed[i].attempt, claimed[i].input});
+  }
+  Finish(std::move(results));
+  RunView view = View(run);
+  EXPECT_EQ(view.run.status, RunStatus::kCompleted);
+  EXPECT_EQ(view.run.output->at("each"), Json(input));
 }
 
 TEST_P(Runs, RootMapOverEmptyArray_CompletesAtOnceWithEmptyOutput) {
