@@ -18,7 +18,8 @@ namespace sluice::postgres_internal {
 struct QueueSql {
   explicit QueueSql(std::string_view queue);
 
-  // $1 enqueued_at, $2 visible_at[], $3 message jsonb[], $4 priority[];
+  // $1 enqueued_at, $2 visible_at[], $3 message text[] (JSON), $4
+  // priority[];
   // rows: (msg_id), in send order.
   std::string send;
   // $1 now, $2 visible_until, $3 limit, $4 the queue's registered name.
