@@ -342,6 +342,22 @@ absl::StatusOr<double> Baseline(const std::string& url, int jobs,
   });
 }
 
+// `run()` (a StatusOr-returning workload) on the fresh storage `url`,
+// metered into `cost` as Metered does.
+template <typename Run>
+auto MeteredRun(const std::string& url, std::optional<PgCost>& cost, Run run)
+    -> decltype(run()) {
+  decltype(run()) result = absl::UnknownError("not run");
+  absl::StatusOr<double> metered =
+      Metered(url, cost, [&]() -> absl::StatusOr<double> {
+        result = run();
+        if (!result.ok()) return result.status();
+        return 0.0;
+      });
+  if (!metered.ok()) return metered.status();
+  return result;
+}
+
 int Report(const absl::Status& status) {
   std::fprintf(stderr, "sluice-bench: %s\n", status.ToString().c_str());
   return 1;
@@ -461,9 +477,15 @@ int RunDepth(const Options& options) {
 // each.
 int RunFanOut(const Options& options) {
   constexpr int kChildren = 10'000;
+  Outcome o{.workload = "W5",
+            .backend = BackendName(options.backend),
+            .jobs = kChildren,
+            .baseline_jobs = kChildren};
   absl::StatusOr<std::string> fresh = FreshUrl(options.backend, ".baseline");
   if (!fresh.ok()) return Report(fresh.status());
-  absl::StatusOr<FanOutTiming> many = RunEnqueueManyWorkload(*fresh, kChildren);
+  absl::StatusOr<FanOutTiming> many = MeteredRun(*fresh, o.baseline_cost, [&] {
+    return RunEnqueueManyWorkload(*fresh, kChildren);
+  });
   if (!many.ok()) return Report(many.status());
   std::printf(
       "EnqueueMany: %d jobs in one call, first handler after %.1f ms, "
@@ -472,7 +494,8 @@ int RunFanOut(const Options& options) {
       absl::ToDoubleMilliseconds(many->total));
   fresh = FreshUrl(options.backend, "");
   if (!fresh.ok()) return Report(fresh.status());
-  absl::StatusOr<FanOutTiming> fan = RunFanOutWorkload(*fresh, kChildren);
+  absl::StatusOr<FanOutTiming> fan = MeteredRun(
+      *fresh, o.cost, [&] { return RunFanOutWorkload(*fresh, kChildren); });
   if (!fan.ok()) return Report(fan.status());
   std::printf(
       "fan-out: %d children of one handler, first child after %.1f "
@@ -481,10 +504,8 @@ int RunFanOut(const Options& options) {
       absl::ToDoubleMilliseconds(fan->total));
   const double per_child = absl::ToDoubleMicroseconds(fan->total) / kChildren;
   const double per_job = absl::ToDoubleMicroseconds(many->total) / kChildren;
-  Outcome o{.workload = "W5",
-            .backend = BackendName(options.backend),
-            .value = per_child,
-            .baseline = per_job};
+  o.value = per_child;
+  o.baseline = per_job;
   o.fields = absl::StrFormat(
       " children=%d per_child_us=%.1f enqueue_many_per_job_us=%.1f", kChildren,
       per_child, per_job);
@@ -499,7 +520,12 @@ int RunMap(const Options& options) {
   const int n = options.w7_elements;
   absl::StatusOr<std::string> fresh = FreshUrl(options.backend, "");
   if (!fresh.ok()) return Report(fresh.status());
-  absl::StatusOr<MapTiming> map = RunMapWorkload(*fresh, n);
+  Outcome o{.workload = "W7",
+            .backend = BackendName(options.backend),
+            .jobs = n,
+            .baseline_jobs = n};
+  absl::StatusOr<MapTiming> map =
+      MeteredRun(*fresh, o.cost, [&] { return RunMapWorkload(*fresh, n); });
   if (!map.ok()) return Report(map.status());
   std::printf(
       "map: %d elements, StartRun %.1f ms, first task after %.1f ms, run "
@@ -509,13 +535,13 @@ int RunMap(const Options& options) {
       absl::ToDoubleMilliseconds(map->run.first_start),
       absl::ToDoubleMilliseconds(map->run.total),
       map->start_peak_bytes_per_element, map->run_peak_bytes_per_element);
-  Outcome o{.workload = "W7",
-            .backend = BackendName(options.backend),
-            .value = absl::ToDoubleMicroseconds(map->run.total) / n};
+  o.value = absl::ToDoubleMicroseconds(map->run.total) / n;
   if (options.baseline) {
     fresh = FreshUrl(options.backend, ".baseline");
     if (!fresh.ok()) return Report(fresh.status());
-    absl::StatusOr<FanOutTiming> many = RunEnqueueManyWorkload(*fresh, n);
+    absl::StatusOr<FanOutTiming> many =
+        MeteredRun(*fresh, o.baseline_cost,
+                   [&] { return RunEnqueueManyWorkload(*fresh, n); });
     if (!many.ok()) return Report(many.status());
     o.baseline = absl::ToDoubleMicroseconds(many->total) / n;
   }
