@@ -187,8 +187,13 @@ inline constexpr auto kGetRunsState =
     Join("SELECT u.ord, ", kRunState, kRunsById);
 inline constexpr auto kLockRunsAll = Join(kGetRunsAll.text, kForUpdate);
 inline constexpr auto kLockRunsState = Join(kGetRunsState.text, kForUpdate);
+inline constexpr char kSkipLocked[] = " SKIP LOCKED";
+inline constexpr auto kTryLockRunsAll = Join(kLockRunsAll.text, kSkipLocked);
+inline constexpr auto kTryLockRunsState =
+    Join(kLockRunsState.text, kSkipLocked);
 inline constexpr ByFields kGetRuns{kGetRunsAll, kGetRunsState};
 inline constexpr ByFields kLockRuns{kLockRunsAll, kLockRunsState};
+inline constexpr ByFields kTryLockRuns{kTryLockRunsAll, kTryLockRunsState};
 
 // One row per run (the last write of a batch wins; the caller dedupes).
 inline constexpr std::string_view kUpdateRuns =

@@ -247,8 +247,10 @@ absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
   if (run_ids.empty()) return runs;
   ArrayLiteral ids;
   for (const RunId& run_id : run_ids) ids.RunId(run_id);
-  const sql::ByFields& query =
-      lock == LockMode::kForUpdate ? sql::kLockRuns : sql::kGetRuns;
+  const sql::ByFields& query = lock == LockMode::kForUpdate ? sql::kLockRuns
+                               : lock == LockMode::kSkipLocked
+                                   ? sql::kTryLockRuns
+                                   : sql::kGetRuns;
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
       Query(query.For(fields), Params().Array(std::move(ids)), "GetRuns"));

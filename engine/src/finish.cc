@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "apply_here.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
 #include "fan_out_internal.h"
@@ -239,10 +240,19 @@ absl::Status CompletionWriteFailed(const absl::Status& status) {
 
 // FinishTasks in one transaction. A failed completion write fails it with
 // `failed` set; the caller retries without that write.
+// With `here` set, completions apply in the same transaction where they
+// can (ApplyCompletionsHere); `here` is cleared if that failed, and the
+// caller retries without it, so an apply that fails never fails a result.
+// `relay` is set when an apply wrote child reports.
+struct ApplyHere {
+  bool here = false;
+  bool relay = false;
+};
+
 absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     Engine::Impl& impl, std::span<const TaskResult> results,
     std::span<const TaskKey> keys, std::optional<WriteFailure>& failed,
-    std::vector<size_t>& fan_outs) {
+    std::vector<size_t>& fan_outs, ApplyHere& apply) {
   FinishOutcome outcome;
   outcome.dispositions.assign(results.size(), ResultDisposition::kStale);
   const EngineOptions& options = impl.options();
@@ -343,10 +353,21 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
   }
   if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
+  if (!reports.empty() && apply.here) {
+    absl::StatusOr<std::vector<OutboxReport>> rest =
+        ApplyCompletionsHere(impl, *tx, std::move(reports), effects);
+    if (!rest.ok()) {
+      apply.here = false;
+      return rest.status();
+    }
+    reports = *std::move(rest);
+  }
   if (!reports.empty()) {
     SLUICE_ASSIGN_OR_RETURN(outcome.report_ids, tx->AppendReports(reports));
   }
+  const bool relay = effects.child_reports;
   SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(effects)));
+  apply.relay = relay;
   impl.metrics().AddTasks(tally);
   return outcome;
 }
@@ -354,7 +375,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
 }  // namespace
 
 absl::StatusOr<FinishOutcome> Engine::FinishTasks(
-    std::span<const TaskResult> results) {
+    std::span<const TaskResult> results, FinishOptions options) {
   std::vector<TaskKey> keys;
   keys.reserve(results.size());
   for (const TaskResult& r : results) {
@@ -372,11 +393,21 @@ absl::StatusOr<FinishOutcome> Engine::FinishTasks(
   // so this ends.
   std::vector<TaskResult> adjusted;
   std::span<const TaskResult> current = results;
+  ApplyHere apply{.here = options.apply_completions};
   while (true) {
     std::optional<WriteFailure> failed;
     std::vector<size_t> fan_outs;
+    const bool applying = apply.here;
     absl::StatusOr<FinishOutcome> outcome =
-        FinishInOneTransaction(*impl_, current, keys, failed, fan_outs);
+        FinishInOneTransaction(*impl_, current, keys, failed, fan_outs, apply);
+    if (applying && !apply.here) {
+      impl_->Log(LogLevel::kWarning,
+                 StrCat("applying completions while recording them failed (",
+                        outcome.status().ToString(),
+                        "); recording them for the outbox instead"));
+      continue;
+    }
+    if (apply.relay) RelayAfterApply();
     if (!failed) {
       if (!outcome.ok()) return outcome;
       // Each FanOut is acked after the batch, in its own transaction.

@@ -1,10 +1,13 @@
 // Report application (the outbox's push and reconcile paths) and stall
 // recovery.
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
+#include "apply_here.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
 #include "lease.h"
@@ -100,20 +103,16 @@ std::string UnreadableTaskError(const CompiledFlow& flow, const TaskKey& key,
   return UnreadableError(StrCat(what, ": ", task->unreadable));
 }
 
-// Applies reports already taken from the outbox in `tx`. Every read is one
-// call for the whole batch: the runs (locked in ascending id order, the
-// engine's lock order) and their step states without payloads, the outputs
-// of every step the batch completes, and the errors of failed tasks.
-absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
-                               std::vector<OutboxReport> reports,
-                               TransactionEffects& effects) {
-  std::map<RunId, RunReports> by_run = SortReports(impl, reports);
-  if (by_run.empty()) return absl::OkStatus();
+// Applies the reports of `by_run` to `runs`, its runs in key order, which
+// `tx` has read without payloads and locked. Every other read is one call
+// for the whole batch: the step states without payloads, the outputs of
+// every step the batch completes, and the errors of failed tasks.
+absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
+                         std::map<RunId, RunReports>& by_run,
+                         std::vector<std::optional<RunRecord>> runs,
+                         TransactionEffects& effects) {
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
   std::vector<RunId> live_ids;
   std::vector<RunRecord> live_runs;
   std::vector<RunReports*> live_reports;
@@ -208,20 +207,73 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   return writes.Flush(tx, now, effects);
 }
 
+// Applies reports already taken from the outbox in `tx`, their runs locked
+// in ascending id order (the engine's lock order).
+absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
+                               std::vector<OutboxReport> reports,
+                               TransactionEffects& effects) {
+  std::map<RunId, RunReports> by_run = SortReports(impl, reports);
+  if (by_run.empty()) return absl::OkStatus();
+  std::vector<RunId> run_ids;
+  for (const auto& [id, rr] : by_run) run_ids.push_back(id);
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
+  return ApplyToRuns(impl, tx, by_run, std::move(runs), effects);
+}
+
 }  // namespace
+
+absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
+    Engine::Impl& impl, Transaction& tx, std::vector<OutboxReport> reports,
+    TransactionEffects& effects) {
+  std::vector<RunId> ids;
+  for (const OutboxReport& r : reports) {
+    if (r.kind == ReportKind::kCompleted) ids.push_back(r.task.run_id);
+  }
+  if (ids.empty()) return reports;
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  // Never waits: this transaction already holds its tasks, and a run's
+  // lock is taken before its tasks' everywhere else.
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<RunRecord>> runs,
+      tx.GetRuns(ids, LockMode::kSkipLocked, Fields::kNoPayloads));
+  absl::flat_hash_set<RunId> here;
+  std::vector<std::optional<RunRecord>> here_runs;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    // A pending cancel may end other tasks of the run, which other
+    // transactions may hold: the outbox path settles it.
+    if (!runs[i] || runs[i]->cancel_requested) continue;
+    here.insert(ids[i]);
+    here_runs.push_back(std::move(runs[i]));
+  }
+  std::vector<OutboxReport> applied, rest;
+  for (OutboxReport& r : reports) {
+    bool now = r.kind == ReportKind::kCompleted && here.contains(r.task.run_id);
+    (now ? applied : rest).push_back(std::move(r));
+  }
+  if (applied.empty()) return rest;
+  std::map<RunId, RunReports> by_run = SortReports(impl, applied);
+  SLUICE_RETURN_IF_ERROR(
+      ApplyToRuns(impl, tx, by_run, std::move(here_runs), effects));
+  return rest;
+}
 
 absl::Status Engine::ApplyReports(std::span<const int64_t> report_ids) {
   SLUICE_ASSIGN_OR_RETURN(bool child_reports, ApplyReportsOnly(report_ids));
-  if (child_reports) {
-    // The push path of the fan-out relay; the sweeper catches up if this
-    // fails.
-    if (absl::Status s = RelayChildReports().status(); !s.ok()) {
-      impl_->Log(LogLevel::kWarning,
-                 StrCat("relaying child reports failed (", s.ToString(),
-                        "); the sweeper will relay them"));
-    }
-  }
+  if (child_reports) RelayAfterApply();
   return absl::OkStatus();
+}
+
+void Engine::RelayAfterApply() {
+  // The push path of the fan-out relay; the sweeper catches up if this
+  // fails.
+  if (absl::Status s = RelayChildReports().status(); !s.ok()) {
+    impl_->Log(LogLevel::kWarning,
+               StrCat("relaying child reports failed (", s.ToString(),
+                      "); the sweeper will relay them"));
+  }
 }
 
 absl::StatusOr<bool> Engine::ApplyReportsOnly(

@@ -96,7 +96,7 @@ class Recorder {
 
   // Stores `results` in one transaction and notes what became of them.
   absl::Status Store(std::span<const TaskResult> results, bool replaced) {
-    absl::StatusOr<FinishOutcome> outcome = engine_.FinishTasks(results);
+    absl::StatusOr<FinishOutcome> outcome = engine_.FinishTasks(results, {.apply_completions = true});
     if (!outcome.ok()) return outcome.status();
     for (size_t i = 0; i < results.size(); ++i) {
       out_.recorded.push_back({results[i].key, results[i].attempt,

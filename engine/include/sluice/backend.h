@@ -52,7 +52,10 @@
 
 namespace sluice {
 
-enum class LockMode { kNone, kForUpdate };
+// kSkipLocked locks like kForUpdate but never waits: a row another
+// transaction holds comes back as nullopt, as if it did not exist. A backend
+// whose transactions run one at a time treats both as kForUpdate.
+enum class LockMode { kNone, kForUpdate, kSkipLocked };
 
 // Which JSON a read fills. kNoPayloads leaves run input and output, step
 // outputs, task input and output, and message bodies empty, for paths that
@@ -200,8 +203,9 @@ class Transaction {
   // May move from `runs`. kAlreadyExists if any run id exists, or any
   // (flow_slug, external_key) with a non-empty key.
   virtual absl::Status InsertRuns(std::span<RunRecord> runs) = 0;
-  // One entry per id, in order; nullopt where no such run exists. With
-  // kForUpdate, locks the rows in the order given (the engine passes
+  // One entry per id, in order; nullopt where no such run exists (or, with
+  // kSkipLocked, where another transaction holds it). With kForUpdate or
+  // kSkipLocked, locks the rows in the order given (the engine passes
   // ascending ids).
   virtual absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
       std::span<const RunId> run_ids, LockMode lock, Fields fields) = 0;

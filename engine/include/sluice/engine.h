@@ -298,6 +298,14 @@ struct FinishOutcome {
   std::vector<int64_t> report_ids;              // to apply
 };
 
+struct FinishOptions {
+  // Applies completion reports in the transaction that records them, for
+  // each run whose row that transaction can lock without waiting and that
+  // has no cancel pending; every other report goes to the outbox as
+  // without it (decision 0048). Workers set it.
+  bool apply_completions = false;
+};
+
 // A worker's lease on a claimed task.
 struct Lease {
   TaskKey key;
@@ -463,8 +471,8 @@ class Engine {
 
   // Records handler results in one transaction. Completions and final
   // failures append outbox reports; apply them with ApplyReports.
-  absl::StatusOr<FinishOutcome> FinishTasks(
-      std::span<const TaskResult> results);
+  absl::StatusOr<FinishOutcome> FinishTasks(std::span<const TaskResult> results,
+                                            FinishOptions options = {});
 
   // Applies reports (the push path): moves step counters, starts dependents,
   // settles runs. Reports already applied are skipped.
@@ -608,6 +616,8 @@ class Engine {
   explicit Engine(std::unique_ptr<Impl> impl);
   // ApplyReports without the relay; true if a child report was written.
   absl::StatusOr<bool> ApplyReportsOnly(std::span<const int64_t> report_ids);
+  // The relay's push path, after an apply wrote child reports.
+  void RelayAfterApply();
   // Records one FanOut result (fan_out.cc) into `outcome` at `index`.
   absl::Status FinishFanOut(const TaskResult& result, size_t index,
                             FinishOutcome& outcome);

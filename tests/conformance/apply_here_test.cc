@@ -1,0 +1,172 @@
+// FinishOptions::apply_completions: completions applied in the transaction
+// that records them, and every case that still goes through the outbox
+// (decision 0048).
+#include <thread>
+
+#include "absl/synchronization/notification.h"
+#include "harness.h"
+#include "sluice/forwarding_backend.h"
+
+namespace sluice::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+class ApplyHere : public Conformance {
+ protected:
+  FinishOutcome FinishHere(std::vector<TaskResult> results) {
+    absl::StatusOr<FinishOutcome> outcome =
+        engine().FinishTasks(results, {.apply_completions = true});
+    EXPECT_TRUE(outcome.ok()) << outcome.status();
+    return outcome.ok() ? *std::move(outcome) : FinishOutcome{};
+  }
+
+  static std::vector<TaskResult> Echoed(const std::vector<ClaimedTask>& tasks) {
+    std::vector<TaskResult> results;
+    for (const ClaimedTask& t : tasks)
+      results.push_back({t.key, t.attempt, t.input});
+    return results;
+  }
+};
+
+Flow Chain(std::string slug) {
+  Flow flow(std::move(slug));
+  flow.Step("a", Echo()).Step("b", {.depends_on = {"a"}}, Echo());
+  return flow;
+}
+
+TEST_P(ApplyHere, Completion_ReleasesDependentsWithoutAnOutboxReport) {
+  Flow flow = Chain("here");
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  FinishOutcome outcome = FinishHere(Echoed(Claim(flow)));
+  EXPECT_EQ(outcome.dispositions[0], ResultDisposition::kCompleted);
+  EXPECT_TRUE(outcome.report_ids.empty());
+  EXPECT_EQ(PendingReports(), 0);
+  RunView view = View(run);
+  EXPECT_EQ(StepOf(view, "a").status, StepStatus::kCompleted);
+  EXPECT_EQ(StepOf(view, "b").status, StepStatus::kStarted);
+  std::vector<ClaimedTask> next = Claim(flow);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].key.step_index, 1);
+  FinishHere(Echoed(next));
+  EXPECT_EQ(View(run).run.status, RunStatus::kCompleted);
+}
+
+TEST_P(ApplyHere, AMapsLastCompletions_CompleteItsStepAndRun) {
+  Flow flow("map_here");
+  flow.Map("each", Echo());
+  Deploy(flow);
+  RunId run = Start(flow, J("[1,2,3]"));
+  std::vector<ClaimedTask> claimed = Claim(flow);
+  ASSERT_EQ(claimed.size(), 3u);
+  FinishHere(Echoed({claimed[0]}));
+  EXPECT_EQ(StepOf(View(run), "each").remaining_tasks, 2);
+  FinishHere(Echoed({claimed[1], claimed[2]}));
+  RunView view = View(run);
+  EXPECT_EQ(StepOf(view, "each").remaining_tasks, 0);
+  EXPECT_EQ(view.run.status, RunStatus::kCompleted);
+  EXPECT_EQ(SerializeJson(*view.run.output), R"({"each":[1,2,3]})");
+  EXPECT_EQ(PendingReports(), 0);
+}
+
+TEST_P(ApplyHere, AFinalFailure_StillGoesThroughTheOutbox) {
+  Flow flow("fail_here", {.max_attempts = 1});
+  flow.Step("a", Echo());
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  std::vector<ClaimedTask> claimed = Claim(flow);
+  ASSERT_EQ(claimed.size(), 1u);
+  FinishOutcome outcome = FinishHere({{claimed[0].key, claimed[0].attempt,
+                                       absl::InternalError("boom")}});
+  EXPECT_EQ(outcome.dispositions[0], ResultDisposition::kFailed);
+  ASSERT_EQ(outcome.report_ids.size(), 1u);
+  EXPECT_EQ(View(run).run.status, RunStatus::kStarted);
+  ASSERT_TRUE(engine().ApplyReports(outcome.report_ids).ok());
+  EXPECT_EQ(View(run).run.status, RunStatus::kFailed);
+}
+
+TEST_P(ApplyHere, ARunWithACancelPending_GoesThroughTheOutbox) {
+  Flow flow("cancel_here");
+  flow.Map("each", Echo());
+  Deploy(flow);
+  RunId run = Start(flow, J("[1,2]"));
+  std::vector<ClaimedTask> claimed = Claim(flow);
+  ASSERT_EQ(claimed.size(), 2u);
+  ASSERT_TRUE(engine().CancelRun(run, CancelMode::kRequest).ok());
+  FinishOutcome outcome = FinishHere(Echoed({claimed[0]}));
+  EXPECT_EQ(outcome.report_ids.size(), 1u);
+  EXPECT_EQ(PendingReports(), 1);
+}
+
+// Fails every GetStepStates, which only the apply calls here.
+class NoStepStates : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+
+ protected:
+  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
+    class Failing : public ForwardingTransaction {
+     public:
+      using ForwardingTransaction::ForwardingTransaction;
+
+     protected:
+      absl::Status BeforeCall(std::string_view method) override {
+        if (method != "GetStepStates") return absl::OkStatus();
+        return absl::InternalError("injected: step states unreadable");
+      }
+    };
+    return std::make_unique<Failing>(std::move(tx));
+  }
+};
+
+TEST_P(ApplyHere, AnApplyThatFails_LeavesTheReportInTheOutbox) {
+  Flow flow = Chain("apply_fails");
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  std::vector<ClaimedTask> claimed = Claim(flow);
+  NoStepStates failing(backend());
+  UseEngine(failing, DefaultOptions());
+  FinishOutcome outcome = FinishHere(Echoed(claimed));
+  UseEngine(backend(), DefaultOptions());
+  // The result is stored as it was; only its report waits.
+  EXPECT_EQ(outcome.dispositions[0], ResultDisposition::kCompleted);
+  EXPECT_EQ(outcome.report_ids.size(), 1u);
+  EXPECT_EQ(TaskOf(run, "a").status, TaskStatus::kCompleted);
+  EXPECT_THAT(LogLines(), Contains(HasSubstr("injected: step states")));
+  ASSERT_TRUE(engine().ApplyReports(outcome.report_ids).ok());
+  EXPECT_EQ(StepOf(View(run), "b").status, StepStatus::kStarted);
+}
+
+// Only Postgres runs transactions side by side: a run another transaction
+// holds is never waited for.
+TEST_P(ApplyHere, ARunAnotherTransactionHolds_GoesThroughTheOutbox) {
+  if (GetParam() != "postgres") GTEST_SKIP() << "one transaction at a time";
+  Flow flow = Chain("held");
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  std::vector<ClaimedTask> claimed = Claim(flow);
+  absl::Notification locked, done;
+  std::thread holder([&] {
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend().Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    ASSERT_TRUE((*tx)->GetRuns(std::span(&run, 1), LockMode::kForUpdate,
+                               Fields::kNoPayloads)
+                    .ok());
+    locked.Notify();
+    done.WaitForNotification();
+  });
+  locked.WaitForNotification();
+  FinishOutcome outcome = FinishHere(Echoed(claimed));
+  done.Notify();
+  holder.join();
+  EXPECT_EQ(outcome.report_ids.size(), 1u);
+  ASSERT_TRUE(engine().ApplyReports(outcome.report_ids).ok());
+  EXPECT_EQ(StepOf(View(run), "b").status, StepStatus::kStarted);
+}
+
+SLUICE_CONFORMANCE_SUITE(ApplyHere);
+
+}  // namespace
+}  // namespace sluice::testing
