@@ -28,6 +28,16 @@ class ApplyHere : public Conformance {
       results.push_back({t.key, t.attempt, t.input});
     return results;
   }
+
+  // A run of a one-step map over `input`, and its claimed tasks.
+  std::pair<RunId, std::vector<ClaimedTask>> StartMap(std::string slug,
+                                                      std::string_view input) {
+    Flow flow(std::move(slug));
+    flow.Map("each", Echo());
+    Deploy(flow);
+    RunId run = Start(flow, J(input));
+    return {run, Claim(flow)};
+  }
 };
 
 Flow Chain(std::string slug) {
@@ -55,11 +65,7 @@ TEST_P(ApplyHere, Completion_ReleasesDependentsWithoutAnOutboxReport) {
 }
 
 TEST_P(ApplyHere, AMapsLastCompletions_CompleteItsStepAndRun) {
-  Flow flow("map_here");
-  flow.Map("each", Echo());
-  Deploy(flow);
-  RunId run = Start(flow, J("[1,2,3]"));
-  std::vector<ClaimedTask> claimed = Claim(flow);
+  auto [run, claimed] = StartMap("map_here", "[1,2,3]");
   ASSERT_EQ(claimed.size(), 3u);
   FinishHere(Echoed({claimed[0]}));
   EXPECT_EQ(StepOf(View(run), "each").remaining_tasks, 2);
@@ -88,11 +94,7 @@ TEST_P(ApplyHere, AFinalFailure_StillGoesThroughTheOutbox) {
 }
 
 TEST_P(ApplyHere, ARunWithACancelPending_GoesThroughTheOutbox) {
-  Flow flow("cancel_here");
-  flow.Map("each", Echo());
-  Deploy(flow);
-  RunId run = Start(flow, J("[1,2]"));
-  std::vector<ClaimedTask> claimed = Claim(flow);
+  auto [run, claimed] = StartMap("cancel_here", "[1,2]");
   ASSERT_EQ(claimed.size(), 2u);
   ASSERT_TRUE(engine().CancelRun(run, CancelMode::kRequest).ok());
   FinishOutcome outcome = FinishHere(Echoed({claimed[0]}));
