@@ -84,8 +84,8 @@ TEST_P(ApplyHere, AFinalFailure_StillGoesThroughTheOutbox) {
   RunId run = Start(flow, J("{}"));
   std::vector<ClaimedTask> claimed = Claim(flow);
   ASSERT_EQ(claimed.size(), 1u);
-  FinishOutcome outcome = FinishHere({{claimed[0].key, claimed[0].attempt,
-                                       absl::InternalError("boom")}});
+  FinishOutcome outcome = FinishHere(
+      {{claimed[0].key, claimed[0].attempt, absl::InternalError("boom")}});
   EXPECT_EQ(outcome.dispositions[0], ResultDisposition::kFailed);
   ASSERT_EQ(outcome.report_ids.size(), 1u);
   EXPECT_EQ(View(run).run.status, RunStatus::kStarted);
@@ -153,8 +153,9 @@ TEST_P(ApplyHere, ARunAnotherTransactionHolds_GoesThroughTheOutbox) {
   std::thread holder([&] {
     absl::StatusOr<std::unique_ptr<Transaction>> tx = backend().Begin();
     ASSERT_TRUE(tx.ok()) << tx.status();
-    ASSERT_TRUE((*tx)->GetRuns(std::span(&run, 1), LockMode::kForUpdate,
-                               Fields::kNoPayloads)
+    ASSERT_TRUE((*tx)
+                    ->GetRuns(std::span(&run, 1), LockMode::kForUpdate,
+                              Fields::kNoPayloads)
                     .ok());
     locked.Notify();
     done.WaitForNotification();
