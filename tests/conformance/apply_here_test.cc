@@ -1,7 +1,9 @@
 // FinishOptions::apply_completions: completions applied in the transaction
 // that records them, and every case that still goes through the outbox
 // (decision 0048).
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "absl/synchronization/notification.h"
 #include "harness.h"
