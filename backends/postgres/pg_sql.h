@@ -213,7 +213,19 @@ inline constexpr std::string_view kAddRunRemainingSteps =
     "d.delta FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS d(run_id, "
     "delta, slot) WHERE r.run_id = d.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, "
-    "r.remaining_steps";
+    "r.remaining_steps";  // UpdateRuns and AddRunRemainingSteps as one row
+                          // write; each run once.
+// Rows: (slot, new remaining_steps).
+inline constexpr std::string_view kUpdateRunsAndCounters =
+    "UPDATE sluice.runs AS r SET status = i.status, error = i.error, "
+    "finished_at = i.finished_at, output = i.output, cancel_requested = "
+    "i.cancel_requested, remaining_steps = r.remaining_steps + i.delta "
+    "FROM unnest($1::uuid[], $2::text[], $3::text[], $4::timestamptz[], "
+    "$5::json[], $6::bool[], $7::int[]) WITH ORDINALITY AS i(run_id, status, "
+    "error, finished_at, output, cancel_requested, delta, slot) "
+    "WHERE r.run_id = i.run_id AND r.run_id = ANY($1::uuid[]) "
+    "RETURNING i.slot, r.remaining_steps";
+
 // The ListRuns statement for `query`'s shape (which filters it has, its
 // order) and `fields`, built once per shape: a plan made for one shape,
 // even a generic one, walks the index that serves its filters and order.
@@ -312,6 +324,23 @@ inline constexpr std::string_view kAddStepCounters =
     "WHERE s.run_id = d.run_id AND s.step_index = d.step_index "
     "AND s.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, s.remaining_tasks, s.remaining_deps";
+// UpdateStepStates and AddStepCounters as one row write; each step once.
+// Rows: (slot, remaining_tasks, remaining_deps).
+inline constexpr std::string_view kUpdateStepStatesAndCounters =
+    "UPDATE sluice.step_states AS s SET status = i.status, "
+    "initial_tasks = i.initial_tasks, error = i.error, "
+    "skip_reason = i.skip_reason, started_at = i.started_at, "
+    "finished_at = i.finished_at, output = i.output, "
+    "remaining_tasks = coalesce(s.remaining_tasks, 0) + i.tasks, "
+    "remaining_deps = s.remaining_deps + i.deps "
+    "FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], "
+    "$6::text[], $7::timestamptz[], $8::timestamptz[], $9::json[], "
+    "$10::int[], $11::int[]) WITH ORDINALITY AS i(run_id, step_index, "
+    "status, initial_tasks, error, skip_reason, started_at, finished_at, "
+    "output, tasks, deps, slot) "
+    "WHERE s.run_id = i.run_id AND s.step_index = i.step_index "
+    "AND s.run_id = ANY($1::uuid[]) "
+    "RETURNING i.slot, s.remaining_tasks, s.remaining_deps";
 
 // --- Tasks ---
 

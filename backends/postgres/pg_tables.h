@@ -13,7 +13,8 @@
 //
 // Sources: flows, aliases, queues, workers and notifications in
 // pg_tables.cc; runs,
-// step states and retention in pg_tables_runs.cc; tasks and the outbox in
+// step states and retention in pg_tables_runs.cc; a record written with
+// its counters in pg_tables_counted.cc; tasks and the outbox in
 // pg_tables_tasks.cc; fan-out child links and reports in
 // pg_tables_children.cc; queue messages in pg_tables_messages.cc; the
 // attempts ledger, the dedupe registry, queue pausing and task counts in
@@ -68,6 +69,8 @@ class PgTables {
   absl::Status UpdateRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas);
+  absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<const RunRecord> runs, std::span<const RunCounterDelta> deltas);
   absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
                                                   Fields fields);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
@@ -82,6 +85,9 @@ class PgTables {
       std::span<const RunId> run_ids, Fields fields);
   absl::Status UpdateStepStates(std::span<const StepStateRecord> states);
   absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas);
+  absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
+      std::span<const StepStateRecord> states,
       std::span<const StepCounterDelta> deltas);
 
   absl::Status InsertTasks(std::span<const TaskRecord> tasks);

@@ -212,6 +212,11 @@ absl::StatusOr<std::vector<int>> PostgresTransaction::AddRunRemainingSteps(
   return Guarded([&] { return tables_.AddRunRemainingSteps(deltas); });
 }
 
+absl::StatusOr<std::vector<int>> PostgresTransaction::UpdateRunsAndCounters(
+    std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas) {
+  return Guarded([&] { return tables_.UpdateRunsAndCounters(runs, deltas); });
+}
+
 absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRuns(
     const RunQuery& query, Fields fields) {
   return Guarded([&] { return tables_.ListRuns(query, fields); });
@@ -255,6 +260,14 @@ absl::Status PostgresTransaction::UpdateStepStates(
 absl::StatusOr<std::vector<StepCounters>> PostgresTransaction::AddStepCounters(
     std::span<const StepCounterDelta> deltas) {
   return Guarded([&] { return tables_.AddStepCounters(deltas); });
+}
+
+absl::StatusOr<std::vector<StepCounters>>
+PostgresTransaction::UpdateStepStatesAndCounters(
+    std::span<StepStateRecord> states,
+    std::span<const StepCounterDelta> deltas) {
+  return Guarded(
+      [&] { return tables_.UpdateStepStatesAndCounters(states, deltas); });
 }
 
 absl::Status PostgresTransaction::InsertTasks(std::span<TaskRecord> tasks) {

@@ -111,6 +111,9 @@ class PostgresTransaction final : public Transaction,
   absl::Status UpdateRuns(std::span<RunRecord> runs) override;
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) override;
+  absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<RunRecord> runs,
+      std::span<const RunCounterDelta> deltas) override;
   absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
                                                   Fields fields) override;
   absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
@@ -125,6 +128,9 @@ class PostgresTransaction final : public Transaction,
       std::span<const RunId> run_ids, Fields fields) override;
   absl::Status UpdateStepStates(std::span<StepStateRecord> states) override;
   absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
+      std::span<const StepCounterDelta> deltas) override;
+  absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
+      std::span<StepStateRecord> states,
       std::span<const StepCounterDelta> deltas) override;
 
   absl::Status InsertTasks(std::span<TaskRecord> tasks) override;

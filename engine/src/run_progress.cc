@@ -580,18 +580,26 @@ void RunProgress::Finish() {
   }
   for (size_t i = 0; i < steps_.size(); ++i) {
     const StepCounterDelta& d = step_deltas_[i];
-    if (d.remaining_tasks != 0 || d.remaining_deps != 0) {
-      ctx_.writes.AddStepCounters(
-          d, StepCounters{steps_[i].remaining_tasks.value_or(0),
-                          steps_[i].remaining_deps});
+    const bool moved = d.remaining_tasks != 0 || d.remaining_deps != 0;
+    const StepCounters expected{steps_[i].remaining_tasks.value_or(0),
+                                steps_[i].remaining_deps};
+    if (moved && dirty_[i]) {
+      ctx_.writes.UpdateStepStateAndCounters(std::move(steps_[i]), d, expected);
+    } else if (moved) {
+      ctx_.writes.AddStepCounters(d, expected);
+    } else if (dirty_[i]) {
+      ctx_.writes.UpdateStepState(std::move(steps_[i]));
     }
-    if (dirty_[i]) ctx_.writes.UpdateStepState(std::move(steps_[i]));
   }
-  if (remaining_steps_delta_ != 0) {
-    ctx_.writes.AddRunRemainingSteps({run_.run_id, remaining_steps_delta_},
-                                     run_.remaining_steps);
+  const RunCounterDelta run_delta{run_.run_id, remaining_steps_delta_};
+  const int expected_steps = run_.remaining_steps;
+  if (remaining_steps_delta_ != 0 && run_dirty_) {
+    ctx_.writes.UpdateRunAndCounter(std::move(run_), run_delta, expected_steps);
+  } else if (remaining_steps_delta_ != 0) {
+    ctx_.writes.AddRunRemainingSteps(run_delta, expected_steps);
+  } else if (run_dirty_) {
+    ctx_.writes.UpdateRun(std::move(run_));
   }
-  if (run_dirty_) ctx_.writes.UpdateRun(std::move(run_));
 }
 
 }  // namespace sluice

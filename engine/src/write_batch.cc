@@ -1,5 +1,7 @@
 #include "write_batch.h"
 
+#include <span>
+
 #include "boost/json/object.hpp"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -65,34 +67,82 @@ absl::Status WriteBatch::SendAndInsertTasks(Transaction& tx, absl::Time now,
   return tx.InsertTasks(new_tasks_);
 }
 
+namespace {
+
+// The counters the backend returned must be those the engine computed under
+// the run's lock; a drifted counter fails the transaction instead.
+absl::Status CheckStepCounters(std::span<const StepCounterDelta> deltas,
+                               std::span<const StepCounters> expected,
+                               std::span<const StepCounters> got) {
+  if (got.size() != deltas.size()) {
+    return absl::InternalError(StrCat("the backend returned ", got.size(),
+                                      " step counters for ", deltas.size(),
+                                      " moves; nothing was changed"));
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    const StepCounters& want = expected[i];
+    if (got[i].remaining_tasks != want.remaining_tasks ||
+        got[i].remaining_deps != want.remaining_deps) {
+      return absl::InternalError(
+          StrCat("run ", deltas[i].step.run_id.ToString(), " step ",
+                 deltas[i].step.step_index, ": counters are (tasks ",
+                 got[i].remaining_tasks, ", deps ", got[i].remaining_deps,
+                 ") but the engine expected (", want.remaining_tasks, ", ",
+                 want.remaining_deps, "); nothing was changed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckRunCounters(std::span<const RunCounterDelta> deltas,
+                              std::span<const int> expected,
+                              std::span<const int> got) {
+  if (got.size() != deltas.size()) {
+    return absl::InternalError(StrCat("the backend returned ", got.size(),
+                                      " run counters for ", deltas.size(),
+                                      " moves; nothing was changed"));
+  }
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (got[i] != expected[i]) {
+      return absl::InternalError(StrCat(
+          "run ", deltas[i].run_id.ToString(), ": remaining_steps is ", got[i],
+          " but the engine expected ", expected[i], "; nothing was changed"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status WriteBatch::MoveCounters(Transaction& tx) {
   if (!step_deltas_.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<StepCounters> got,
                             tx.AddStepCounters(step_deltas_));
-    for (size_t i = 0; i < got.size(); ++i) {
-      const StepCounters& want = expected_steps_[i];
-      if (got[i].remaining_tasks != want.remaining_tasks ||
-          got[i].remaining_deps != want.remaining_deps) {
-        return absl::InternalError(
-            StrCat("run ", step_deltas_[i].step.run_id.ToString(), " step ",
-                   step_deltas_[i].step.step_index, ": counters are (tasks ",
-                   got[i].remaining_tasks, ", deps ", got[i].remaining_deps,
-                   ") but the engine expected (", want.remaining_tasks, ", ",
-                   want.remaining_deps, "); nothing was changed"));
-      }
-    }
+    SLUICE_RETURN_IF_ERROR(
+        CheckStepCounters(step_deltas_, expected_steps_, got));
   }
   if (!run_deltas_.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<int> got,
                             tx.AddRunRemainingSteps(run_deltas_));
-    for (size_t i = 0; i < got.size(); ++i) {
-      if (got[i] != expected_runs_[i]) {
-        return absl::InternalError(
-            StrCat("run ", run_deltas_[i].run_id.ToString(),
-                   ": remaining_steps is ", got[i], " but the engine expected ",
-                   expected_runs_[i], "; nothing was changed"));
-      }
-    }
+    SLUICE_RETURN_IF_ERROR(CheckRunCounters(run_deltas_, expected_runs_, got));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status WriteBatch::UpdateCounted(Transaction& tx) {
+  if (!counted_runs_.runs.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(
+        std::vector<int> got,
+        tx.UpdateRunsAndCounters(counted_runs_.runs, counted_runs_.deltas));
+    SLUICE_RETURN_IF_ERROR(
+        CheckRunCounters(counted_runs_.deltas, counted_runs_.expected, got));
+  }
+  if (!counted_steps_.states.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(std::vector<StepCounters> got,
+                            tx.UpdateStepStatesAndCounters(
+                                counted_steps_.states, counted_steps_.deltas));
+    SLUICE_RETURN_IF_ERROR(
+        CheckStepCounters(counted_steps_.deltas, counted_steps_.expected, got));
   }
   return absl::OkStatus();
 }
@@ -112,6 +162,7 @@ absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
   if (!updated_step_states_.empty()) {
     SLUICE_RETURN_IF_ERROR(tx.UpdateStepStates(updated_step_states_));
   }
+  SLUICE_RETURN_IF_ERROR(UpdateCounted(tx));
   SLUICE_RETURN_IF_ERROR(MoveCounters(tx));
   if (!task_updates_.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,

@@ -45,6 +45,19 @@ class WriteBatch {
     run_deltas_.push_back(std::move(delta));
     expected_runs_.push_back(expected);
   }
+  // A changed record whose counters move too: the backend may write the row
+  // once instead of twice (UpdateStepStatesAndCounters).
+  void UpdateStepStateAndCounters(StepStateRecord s, StepCounterDelta delta,
+                                  StepCounters expected) {
+    counted_steps_.states.push_back(std::move(s));
+    counted_steps_.deltas.push_back(std::move(delta));
+    counted_steps_.expected.push_back(expected);
+  }
+  void UpdateRunAndCounter(RunRecord run, RunCounterDelta delta, int expected) {
+    counted_runs_.runs.push_back(std::move(run));
+    counted_runs_.deltas.push_back(std::move(delta));
+    counted_runs_.expected.push_back(expected);
+  }
 
   // Makes room for `count` more new tasks.
   void ReserveTasks(size_t count) {
@@ -87,6 +100,18 @@ class WriteBatch {
   absl::Status SendAndInsertTasks(Transaction& tx, absl::Time now,
                                   TransactionEffects& effects);
   absl::Status MoveCounters(Transaction& tx);
+  absl::Status UpdateCounted(Transaction& tx);
+
+  struct CountedSteps {
+    std::vector<StepStateRecord> states;
+    std::vector<StepCounterDelta> deltas;
+    std::vector<StepCounters> expected;
+  };
+  struct CountedRuns {
+    std::vector<RunRecord> runs;
+    std::vector<RunCounterDelta> deltas;
+    std::vector<int> expected;
+  };
 
   std::vector<RunRecord> new_runs_;
   std::vector<StepStateRecord> new_step_states_;
@@ -102,6 +127,8 @@ class WriteBatch {
   std::vector<StepCounters> expected_steps_;
   std::vector<RunCounterDelta> run_deltas_;
   std::vector<int> expected_runs_;
+  CountedSteps counted_steps_;
+  CountedRuns counted_runs_;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives_;
   std::vector<ChildReport> child_reports_;
 };

@@ -89,7 +89,8 @@ TEST_P(Completion, ReportsLeftBehindByACrash_AreAppliedByTheSweeper) {
   EXPECT_EQ(View(run).run.status, RunStatus::kCompleted);
 }
 
-// Counts the step counter moves sent to the backend.
+// Counts the step counter moves sent to the backend, with or without the
+// step's record.
 class CountingBackend : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
@@ -105,6 +106,13 @@ class CountingBackend : public ForwardingBackend {
           std::span<const StepCounterDelta> deltas) override {
         *count_ += static_cast<int>(deltas.size());
         return ForwardingTransaction::AddStepCounters(deltas);
+      }
+      absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
+          std::span<StepStateRecord> states,
+          std::span<const StepCounterDelta> deltas) override {
+        *count_ += static_cast<int>(deltas.size());
+        return ForwardingTransaction::UpdateStepStatesAndCounters(states,
+                                                                  deltas);
       }
 
      private:

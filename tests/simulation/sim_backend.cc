@@ -46,6 +46,12 @@ class SimBackend::Tx : public ForwardingTransaction {
     for (const RunCounterDelta& d : deltas) touched_.push_back(d.run_id);
     return ForwardingTransaction::AddRunRemainingSteps(deltas);
   }
+  absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<RunRecord> runs,
+      std::span<const RunCounterDelta> deltas) override {
+    for (const RunRecord& r : runs) touched_.push_back(r.run_id);
+    return ForwardingTransaction::UpdateRunsAndCounters(runs, deltas);
+  }
   absl::StatusOr<int> DeleteRuns(std::span<const RunId> run_ids) override {
     touched_.insert(touched_.end(), run_ids.begin(), run_ids.end());
     return ForwardingTransaction::DeleteRuns(run_ids);
@@ -62,6 +68,12 @@ class SimBackend::Tx : public ForwardingTransaction {
       std::span<const StepCounterDelta> deltas) override {
     for (const StepCounterDelta& d : deltas) touched_.push_back(d.step.run_id);
     return ForwardingTransaction::AddStepCounters(deltas);
+  }
+  absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
+      std::span<StepStateRecord> states,
+      std::span<const StepCounterDelta> deltas) override {
+    for (const StepStateRecord& s : states) touched_.push_back(s.run_id);
+    return ForwardingTransaction::UpdateStepStatesAndCounters(states, deltas);
   }
   absl::Status InsertTasks(std::span<TaskRecord> tasks) override {
     for (const TaskRecord& t : tasks) touched_.push_back(t.key.run_id);

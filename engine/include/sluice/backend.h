@@ -217,6 +217,15 @@ class Transaction {
   // Adds each delta and returns the new values, in order.
   virtual absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) = 0;
+  // (interface v7) UpdateRuns and AddRunRemainingSteps in one call: deltas[i]
+  // names runs[i] (same size, each run once); returns the new remaining_steps
+  // in order. A run written with its counter is one row write where the backend
+  // can make it one (Postgres does); this default makes both calls.
+  virtual absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas) {
+    if (absl::Status s = UpdateRuns(runs); !s.ok()) return s;
+    return AddRunRemainingSteps(deltas);
+  }
   // Runs matching `query` in its order, at most query.limit. Payloads are
   // filled as `fields` says.
   virtual absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
@@ -254,6 +263,16 @@ class Transaction {
   // an unset remaining_tasks (it counts as 0), even a zero one.
   virtual absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
       std::span<const StepCounterDelta> deltas) = 0;
+  // UpdateStepStates and AddStepCounters in one call: deltas[i] names
+  // states[i]'s step (same size, each step once); returns the new counters
+  // in order. One row write where the backend can; this default makes both
+  // calls.
+  virtual absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
+      std::span<StepStateRecord> states,
+      std::span<const StepCounterDelta> deltas) {
+    if (absl::Status s = UpdateStepStates(states); !s.ok()) return s;
+    return AddStepCounters(deltas);
+  }
 
   // --- Tasks --------------------------------------------------------------
 
@@ -516,7 +535,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 6;
+  static constexpr int kInterfaceVersion = 7;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -104,6 +104,12 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("AddRunRemainingSteps"));
     return target_->AddRunRemainingSteps(deltas);
   }
+  absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<RunRecord> runs,
+      std::span<const RunCounterDelta> deltas) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateRunsAndCounters"));
+    return target_->UpdateRunsAndCounters(runs, deltas);
+  }
   absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
                                                   Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ListRuns"));
@@ -188,6 +194,12 @@ class ForwardingTransaction : public Transaction {
       std::span<const StepCounterDelta> deltas) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("AddStepCounters"));
     return target_->AddStepCounters(deltas);
+  }
+  absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
+      std::span<StepStateRecord> states,
+      std::span<const StepCounterDelta> deltas) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("UpdateStepStatesAndCounters"));
+    return target_->UpdateStepStatesAndCounters(states, deltas);
   }
   absl::Status InsertTasks(std::span<TaskRecord> tasks) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("InsertTasks"));
