@@ -258,6 +258,13 @@ inline constexpr auto kFindFinishedRuns =
 
 // Deleting runs ($1: run ids): the queues their tasks' messages are on
 // (each queue's messages go by pg_queue_sql.h), then the rest.
+// Locks the runs DeleteRuns deletes, before it reads or deletes anything
+// that hangs off them: rows are added to a run only in the transaction that
+// creates it or under its lock, so those transactions finish first and the
+// deletes that follow (each its own snapshot) see their rows.
+inline constexpr std::string_view kLockRunsToDelete =
+    "SELECT 1 FROM sluice.runs WHERE run_id = ANY($1::uuid[]) "
+    "ORDER BY run_id FOR UPDATE";
 inline constexpr std::string_view kQueuesOfRuns =
     "SELECT DISTINCT queue_name FROM sluice.tasks "
     "WHERE run_id = ANY($1::uuid[])";
@@ -272,9 +279,20 @@ inline constexpr std::string_view kDeleteRunStepStates =
 inline constexpr std::string_view kDeleteRuns =
     "DELETE FROM sluice.runs WHERE run_id = ANY($1::uuid[])";
 
+// The head of an insert whose rows name runs in $1: fails the statement
+// with "run ... does not exist" (kNotFound) if one has no run, as a foreign
+// key would, without a query and a row lock per inserted row (migration
+// 0009). The insert's FROM cross-joins runs_exist so it runs first.
+inline constexpr char kRunsMustExist[] =
+    "WITH runs_exist AS MATERIALIZED (SELECT sluice.require_found('run', "
+    "(SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS d(run_id) "
+    "WHERE NOT EXISTS (SELECT 1 FROM sluice.runs AS r "
+    "WHERE r.run_id = d.run_id)))) ";
+
 // --- Step states ---
 
-inline constexpr std::string_view kInsertStepStates =
+inline constexpr auto kInsertStepStates = Join(
+    kRunsMustExist,
     "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
     "remaining_deps, initial_tasks, remaining_tasks, error, skip_reason, "
     "started_at, finished_at, output) SELECT i.run_id, i.step_index, "
@@ -285,7 +303,7 @@ inline constexpr std::string_view kInsertStepStates =
     "$10::timestamptz[], $11::timestamptz[], $12::json[]) WITH ORDINALITY "
     "AS i(run_id, step_index, step_slug, status, remaining_deps, "
     "initial_tasks, remaining_tasks, error, skip_reason, started_at, "
-    "finished_at, output, ord) ORDER BY i.ord";
+    "finished_at, output, ord) CROSS JOIN runs_exist ORDER BY i.ord");
 // The subquery's ORDER BY keeps it a lookup per run (not flattened into a
 // join planned from stale statistics).
 inline constexpr char kStepsOfRuns[] =
@@ -344,7 +362,8 @@ inline constexpr std::string_view kUpdateStepStatesAndCounters =
 
 // --- Tasks ---
 
-inline constexpr std::string_view kInsertTasks =
+inline constexpr auto kInsertTasks = Join(
+    kRunsMustExist,
     "INSERT INTO sluice.tasks (run_id, step_index, task_index, flow_slug, "
     "status, attempts, error, queue_name, message_id, queued_at, started_at, "
     "finished_at, stall_at, requeued_count, worker_id, input, output, "
@@ -362,7 +381,7 @@ inline constexpr std::string_view kInsertTasks =
     "task_index, flow_slug, status, attempts, error, queue_name, message_id, "
     "queued_at, started_at, finished_at, stall_at, requeued_count, "
     "worker_id, input, output, budget_start, cancel_requested, options, ord) "
-    "ORDER BY i.ord";
+    "CROSS JOIN runs_exist ORDER BY i.ord");
 // LIMIT 1 keeps the subquery a primary-key lookup per element (the
 // planner can't flatten it into a join planned from stale statistics).
 inline constexpr char kTasksByKey[] =
@@ -492,7 +511,8 @@ inline constexpr std::string_view kCountReports =
 
 // --- The attempts ledger and the dedupe registry ---
 
-inline constexpr std::string_view kAppendAttempts =
+inline constexpr auto kAppendAttempts = Join(
+    kRunsMustExist,
     "INSERT INTO sluice.attempts (run_id, step_index, task_index, attempt, "
     "worker_id, started_at, finished_at, outcome, error) SELECT i.run_id, "
     "i.step_index, i.task_index, i.attempt, i.worker_id, i.started_at, "
@@ -500,7 +520,7 @@ inline constexpr std::string_view kAppendAttempts =
     "$3::int[], $4::int[], $5::text[], $6::timestamptz[], $7::timestamptz[], "
     "$8::text[], $9::text[]) WITH ORDINALITY AS i(run_id, step_index, "
     "task_index, attempt, worker_id, started_at, finished_at, outcome, "
-    "error, ord) ORDER BY i.ord";
+    "error, ord) CROSS JOIN runs_exist ORDER BY i.ord");
 inline constexpr std::string_view kListAttempts =
     "SELECT run_id, step_index, task_index, attempt, worker_id, started_at, "
     "finished_at, outcome, error FROM sluice.attempts WHERE run_id = $1 "

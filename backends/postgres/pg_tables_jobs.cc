@@ -110,9 +110,9 @@ absl::Status PgTables::AppendAttempts(std::span<const AttemptRecord> attempts) {
                                &started, &finished, &outcomes, &errors}) {
     params.Array(std::move(*column));
   }
-  // A missing run fails the foreign key (kNotFound), a repeated attempt the
+  // A missing run fails the statement (kNotFound), a repeated attempt the
   // primary key (kAlreadyExists), at the next statement waited for.
-  Send(sql::kAppendAttempts, params, "AppendAttempts");
+  Send(sql::kAppendAttempts.view(), params, "AppendAttempts");
   return absl::OkStatus();
 }
 

@@ -398,11 +398,15 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
   ArrayLiteral literal;
   for (const RunId& run_id : run_ids) literal.RunId(run_id);
   const std::string ids = std::move(literal).Take();
+  Send(sql::kLockRunsToDelete, Params().Text(ids), kOperation);
   SLUICE_ASSIGN_OR_RETURN(
       Result queues, Query(sql::kQueuesOfRuns, Params().Text(ids), kOperation));
   // Messages first: they are found through the tasks. The runs' child links
   // (as parents) go before their tasks; child reports stay in this, the
   // child's, store until relayed (docs/decisions/0036-fan-out-storage.md).
+  // Tasks go before attempts: a worker appends an attempt only after its
+  // compare-and-set on the task, so once the task delete has waited for
+  // such a worker, the attempt delete sees its row.
   for (int i = 0; i < queues.rows(); ++i) {
     const std::string queue = queues.row(i).Text();
     const QueueSql& statements = connection_.StatementsFor(queue);
@@ -412,9 +416,8 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
          kOperation, queue);
   }
   for (std::string_view dependents :
-       {sql::kDeleteRunReports, sql::kDeleteRunChildLinks,
-        sql::kDeleteRunAttempts, sql::kDeleteRunTasks,
-        sql::kDeleteRunStepStates}) {
+       {sql::kDeleteRunReports, sql::kDeleteRunChildLinks, sql::kDeleteRunTasks,
+        sql::kDeleteRunAttempts, sql::kDeleteRunStepStates}) {
     Send(dependents, Params().Text(ids), kOperation);
   }
   SLUICE_ASSIGN_OR_RETURN(
@@ -443,7 +446,7 @@ absl::Status PgTables::InsertStepStates(
     finished.OptionalTime(state.finished_at);
     outputs.OptionalJson(state.output);
   }
-  Send(sql::kInsertStepStates,
+  Send(sql::kInsertStepStates.view(),
        Params()
            .Array(std::move(ids))
            .Array(std::move(steps))

@@ -102,7 +102,7 @@ absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
         &inputs,   &outputs,  &budgets, &cancels,  &options}) {
     params.Array(std::move(*column));
   }
-  Send(sql::kInsertTasks, params, "InsertTasks");
+  Send(sql::kInsertTasks.view(), params, "InsertTasks");
   return absl::OkStatus();
 }
 

@@ -1,0 +1,104 @@
+// Migration 0009: step states, tasks and attempts carry no foreign keys to
+// runs (decision 0050). The upgrade drops them and keeps the data, and
+// DeleteRuns still leaves nothing behind when another transaction adds a
+// run's rows under its lock at the same time.
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gtest/gtest.h"
+#include "pg_session.h"
+#include "postgres_jobs_fixture.h"
+#include "support/postgres_sql.h"
+
+namespace sluice::testing {
+namespace {
+
+constexpr char kForeignKeysToRuns[] =
+    "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND confrelid = "
+    "'sluice.runs'::regclass";
+
+TEST(PostgresRunChecksUpgradeTest,
+     Version8Database_Migrates_DropsKeysKeepsRows) {
+  if (PostgresTestUrl().empty()) GTEST_SKIP() << kPostgresSkipMessage;
+  absl::StatusOr<std::unique_ptr<TestDatabase>> db =
+      TestDatabase::Create(/*migrated=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::string url = (*db)->url();
+  ASSERT_TRUE(postgres_internal::MigratePostgresTo(url, 8).ok());
+  SqlSession sql(url);
+  EXPECT_EQ(sql.Value(kForeignKeysToRuns), "3");
+  sql.Script(
+      "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
+      "error, started_at, input) VALUES "
+      "('01900000-0000-7000-8000-000000000001', 'jobs', 'started', 1, '', "
+      "now(), '{}'); "
+      "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
+      "remaining_deps, error, skip_reason) VALUES "
+      "('01900000-0000-7000-8000-000000000001', 0, 's', 'created', 0, '', "
+      "'')");
+
+  ASSERT_TRUE(MigratePostgres(url).ok());
+  EXPECT_EQ(sql.Value(kForeignKeysToRuns), "0");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.step_states"), "1");
+}
+
+class PostgresRunChecksTest : public PostgresJobsTest {};
+
+// Counts sessions of this database that wait for a lock, until `want` or a
+// deadline passes.
+bool WaitForLockWaiters(const std::string& url, int want) {
+  SqlSession sql(url);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (absl::Now() < deadline) {
+    if (sql.Value(
+            "SELECT count(*) FROM pg_stat_activity WHERE "
+            "wait_event_type = 'Lock' AND datname = current_database()") ==
+        std::to_string(want)) {
+      return true;
+    }
+    absl::SleepFor(absl::Milliseconds(5));  // between polls of the condition
+  }
+  return false;
+}
+
+TEST_F(PostgresRunChecksTest,
+       DeleteRuns_WhileARunHolderAddsATask_WaitsAndDeletesItToo) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+
+  // A holds the run, as the engine does when it adds tasks to a run.
+  std::unique_ptr<Transaction> holder = Begin();
+  ASSERT_NE(holder, nullptr);
+  ASSERT_TRUE(holder
+                  ->GetRuns(std::vector{RunNo(1)}, LockMode::kForUpdate,
+                            Fields::kNoPayloads)
+                  .ok());
+  std::vector<TaskRecord> tasks = {MakeTask(1, 0)};
+  ASSERT_TRUE(holder->InsertTasks(std::span(tasks)).ok());
+
+  absl::StatusOr<int> deleted;
+  absl::Status committed;
+  std::thread deleter([&] {
+    std::unique_ptr<Transaction> tx = Begin();
+    if (tx == nullptr) return;
+    deleted = tx->DeleteRuns(std::vector{RunNo(1)});
+    committed = tx->Commit();
+  });
+  const bool waited = WaitForLockWaiters(db_->url(), 1);
+  ASSERT_TRUE(holder->Commit().ok());
+  deleter.join();
+  ASSERT_TRUE(waited) << "DeleteRuns never waited for the run's holder";
+
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(*deleted, 1);
+  EXPECT_TRUE(committed.ok()) << committed;
+  SqlSession sql(db_->url());
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "0");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.runs"), "0");
+}
+
+}  // namespace
+}  // namespace sluice::testing
