@@ -7,6 +7,7 @@
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "pg_tables.h"
+#include "pg_update_columns.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -57,27 +58,16 @@ absl::StatusOr<std::vector<int>> PgTables::UpdateRunsAndCounters(
     SLUICE_RETURN_IF_ERROR(UpdateRuns(runs));
     return AddRunRemainingSteps(deltas);
   }
-  ArrayLiteral ids, statuses, errors, finished, outputs, cancels, sums;
+  RunUpdateColumns columns;
+  ArrayLiteral sums;
   for (size_t i = 0; i < runs.size(); ++i) {
-    const RunRecord& run = runs[i];
-    ids.RunId(run.run_id);
-    statuses.Text(ToString(run.status));
-    errors.Text(run.error);
-    finished.OptionalTime(run.finished_at);
-    outputs.OptionalJson(run.output);
-    cancels.Bool(run.cancel_requested);
+    columns.Add(runs[i]);
     sums.Int(deltas[i].remaining_steps);
   }
-  SLUICE_ASSIGN_OR_RETURN(Result result, Query(sql::kUpdateRunsAndCounters,
-                                               Params()
-                                                   .Array(std::move(ids))
-                                                   .Array(std::move(statuses))
-                                                   .Array(std::move(errors))
-                                                   .Array(std::move(finished))
-                                                   .Array(std::move(outputs))
-                                                   .Array(std::move(cancels))
-                                                   .Array(std::move(sums)),
-                                               "UpdateRunsAndCounters"));
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(sql::kUpdateRunsAndCounters,
+                           std::move(columns).Take().Array(std::move(sums)),
+                           "UpdateRunsAndCounters"));
   std::vector<int> values(runs.size());
   std::vector<bool> found(runs.size());
   SLUICE_RETURN_IF_ERROR(PlaceBySlot<int>(result, values, found, [](Row& row) {
@@ -105,34 +95,17 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
     SLUICE_RETURN_IF_ERROR(UpdateStepStates(states));
     return AddStepCounters(deltas);
   }
-  ArrayLiteral ids, steps, statuses, initial, errors, skip_reasons, started,
-      finished, outputs, tasks, deps;
+  StepStateUpdateColumns columns;
+  ArrayLiteral tasks, deps;
   for (size_t i = 0; i < states.size(); ++i) {
-    const StepStateRecord& state = states[i];
-    ids.RunId(state.run_id);
-    steps.Int(state.step_index);
-    statuses.Text(ToString(state.status));
-    initial.OptionalInt(state.initial_tasks);
-    errors.Text(state.error);
-    skip_reasons.Text(ToString(state.skip_reason));
-    started.OptionalTime(state.started_at);
-    finished.OptionalTime(state.finished_at);
-    outputs.OptionalJson(state.output);
+    columns.Add(states[i]);
     tasks.Int(deltas[i].remaining_tasks);
     deps.Int(deltas[i].remaining_deps);
   }
   SLUICE_ASSIGN_OR_RETURN(Result result,
                           Query(sql::kUpdateStepStatesAndCounters,
-                                Params()
-                                    .Array(std::move(ids))
-                                    .Array(std::move(steps))
-                                    .Array(std::move(statuses))
-                                    .Array(std::move(initial))
-                                    .Array(std::move(errors))
-                                    .Array(std::move(skip_reasons))
-                                    .Array(std::move(started))
-                                    .Array(std::move(finished))
-                                    .Array(std::move(outputs))
+                                std::move(columns)
+                                    .Take()
                                     .Array(std::move(tasks))
                                     .Array(std::move(deps)),
                                 "UpdateStepStatesAndCounters"));

@@ -11,6 +11,7 @@
 #include "pg_sql.h"
 #include "pg_sql_children.h"
 #include "pg_tables.h"
+#include "pg_update_columns.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -260,26 +261,12 @@ absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
 
 absl::Status PgTables::UpdateRuns(std::span<const RunRecord> runs) {
   if (runs.empty()) return absl::OkStatus();
-  ArrayLiteral ids, statuses, errors, finished, outputs, cancels;
+  RunUpdateColumns columns;
   for (size_t i :
        LastWrites(runs, [](const RunRecord& r) { return r.run_id; })) {
-    const RunRecord& run = runs[i];
-    cancels.Bool(run.cancel_requested);
-    ids.RunId(run.run_id);
-    statuses.Text(ToString(run.status));
-    errors.Text(run.error);
-    finished.OptionalTime(run.finished_at);
-    outputs.OptionalJson(run.output);
+    columns.Add(runs[i]);
   }
-  Send(sql::kUpdateRuns,
-       Params()
-           .Array(std::move(ids))
-           .Array(std::move(statuses))
-           .Array(std::move(errors))
-           .Array(std::move(finished))
-           .Array(std::move(outputs))
-           .Array(std::move(cancels)),
-       "UpdateRuns");
+  Send(sql::kUpdateRuns, std::move(columns).Take(), "UpdateRuns");
   return absl::OkStatus();
 }
 
@@ -507,34 +494,13 @@ PgTables::ReadRunWithParts(const RunId& run_id) {
 absl::Status PgTables::UpdateStepStates(
     std::span<const StepStateRecord> states) {
   if (states.empty()) return absl::OkStatus();
-  ArrayLiteral ids, steps, statuses, initial, errors, skip_reasons, started,
-      finished, outputs;
+  StepStateUpdateColumns columns;
   for (size_t i : LastWrites(states, [](const StepStateRecord& s) {
          return std::make_pair(s.run_id, s.step_index);
        })) {
-    const StepStateRecord& state = states[i];
-    ids.RunId(state.run_id);
-    steps.Int(state.step_index);
-    statuses.Text(ToString(state.status));
-    initial.OptionalInt(state.initial_tasks);
-    errors.Text(state.error);
-    skip_reasons.Text(ToString(state.skip_reason));
-    started.OptionalTime(state.started_at);
-    finished.OptionalTime(state.finished_at);
-    outputs.OptionalJson(state.output);
+    columns.Add(states[i]);
   }
-  Send(sql::kUpdateStepStates,
-       Params()
-           .Array(std::move(ids))
-           .Array(std::move(steps))
-           .Array(std::move(statuses))
-           .Array(std::move(initial))
-           .Array(std::move(errors))
-           .Array(std::move(skip_reasons))
-           .Array(std::move(started))
-           .Array(std::move(finished))
-           .Array(std::move(outputs)),
-       "UpdateStepStates");
+  Send(sql::kUpdateStepStates, std::move(columns).Take(), "UpdateStepStates");
   return absl::OkStatus();
 }
 
