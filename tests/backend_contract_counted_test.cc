@@ -105,6 +105,34 @@ TEST_P(BackendContractTest,
 }
 
 TEST_P(BackendContractTest,
+       UpdateStepStatesAndCounters_StepNamedTwice_LastRecordEachDelta) {
+  SeedRun();  // remaining_deps = 1 each, remaining_tasks unset
+  StepStateRecord started = MakeStep(1, 0);
+  started.status = StepStatus::kStarted;
+  StepStateRecord done = started;
+  done.status = StepStatus::kCompleted;
+  done.finished_at = At(5);
+  Committed([&](Transaction& tx) {
+    ASSERT_OK_AND_ASSIGN(
+        std::vector<StepCounters> counters,
+        tx.UpdateStepStatesAndCounters(
+            Movable({started, done}),
+            {{StepDelta(1, 0, 3, 0), StepDelta(1, 0, -1, -1)}}));
+    ASSERT_EQ(counters.size(), 2u);
+    EXPECT_EQ(counters[0].remaining_tasks, 3);
+    EXPECT_EQ(counters[0].remaining_deps, 1);
+    EXPECT_EQ(counters[1].remaining_tasks, 2);
+    EXPECT_EQ(counters[1].remaining_deps, 0);
+  });
+  ASSERT_OK_AND_ASSIGN(std::vector<StepStateRecord> steps,
+                       GetSteps(*Begin(), RunNo(1)));
+  EXPECT_EQ(steps[0].status, StepStatus::kCompleted);
+  EXPECT_EQ(steps[0].finished_at, At(5));
+  EXPECT_EQ(steps[0].remaining_tasks, 2);
+  EXPECT_EQ(steps[0].remaining_deps, 0);
+}
+
+TEST_P(BackendContractTest,
        UpdateStepStatesAndCounters_UnknownStep_ChangesNothing) {
   SeedRun();
   StepStateRecord started = MakeStep(1, 0);

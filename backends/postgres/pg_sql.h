@@ -213,9 +213,9 @@ inline constexpr std::string_view kAddRunRemainingSteps =
     "d.delta FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS d(run_id, "
     "delta, slot) WHERE r.run_id = d.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, "
-    "r.remaining_steps";  // UpdateRuns and AddRunRemainingSteps as one row
-                          // write; each run once.
-// Rows: (slot, new remaining_steps).
+    "r.remaining_steps";
+// UpdateRuns and AddRunRemainingSteps as one row write, one row per run
+// (the caller sums deltas). Rows: (slot, new remaining_steps).
 inline constexpr std::string_view kUpdateRunsAndCounters =
     "UPDATE sluice.runs AS r SET status = i.status, error = i.error, "
     "finished_at = i.finished_at, output = i.output, cancel_requested = "
@@ -342,8 +342,8 @@ inline constexpr std::string_view kAddStepCounters =
     "WHERE s.run_id = d.run_id AND s.step_index = d.step_index "
     "AND s.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, s.remaining_tasks, s.remaining_deps";
-// UpdateStepStates and AddStepCounters as one row write; each step once.
-// Rows: (slot, remaining_tasks, remaining_deps).
+// UpdateStepStates and AddStepCounters as one row write, one row per step
+// (the caller sums deltas). Rows: (slot, remaining_tasks, remaining_deps).
 inline constexpr std::string_view kUpdateStepStatesAndCounters =
     "UPDATE sluice.step_states AS s SET status = i.status, "
     "initial_tasks = i.initial_tasks, error = i.error, "

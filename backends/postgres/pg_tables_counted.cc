@@ -1,9 +1,11 @@
 // A run or step state written together with the move of its counters: one
-// row version instead of two (decision 0049). A call that names a row twice
-// falls back to the two separate writes, which sum its deltas.
+// row version instead of two (decision 0049). As UpdateRuns and
+// UpdateStepStates do, a row named twice gets its last record; as the
+// Add...Counters calls do, it gets the sum of its deltas, and each delta
+// its own add-and-return result.
 #include <utility>
 
-#include "absl/container/flat_hash_set.h"
+#include "pg_counter_slots.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "pg_tables.h"
@@ -21,86 +23,75 @@ absl::Status CheckSizes(size_t records, size_t deltas, std::string_view op) {
                                            " counter deltas; nothing changed"));
 }
 
-template <typename Record, typename KeyOf>
-bool AnyRepeated(std::span<const Record> records, KeyOf key_of) {
-  absl::flat_hash_set<decltype(key_of(records[0]))> seen;
-  for (const Record& record : records) {
-    if (!seen.insert(key_of(record)).second) return true;
+// Sets `last[slot]` to `record`: of the records of one slot, the last wins.
+void KeepLast(std::vector<size_t>& last, size_t slot, size_t record) {
+  if (slot == last.size()) {
+    last.push_back(record);
+  } else {
+    last[slot] = record;
   }
-  return false;
-}
-
-// The row of each slot (1-based, as WITH ORDINALITY numbers it), or the
-// first slot no row came back for.
-template <typename Values>
-absl::Status PlaceBySlot(const Result& result, std::vector<Values>& out,
-                         std::vector<bool>& found, Values (*read)(Row& row)) {
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    const int64_t slot = row.Int() - 1;
-    if (slot < 0 || static_cast<size_t>(slot) >= out.size()) {
-      return absl::InternalError(StrCat("slot ", slot + 1, " out of range"));
-    }
-    out[slot] = read(row);
-    found[slot] = true;
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<int>> PgTables::UpdateRunsAndCounters(
     std::span<const RunRecord> runs, std::span<const RunCounterDelta> deltas) {
-  SLUICE_RETURN_IF_ERROR(
-      CheckSizes(runs.size(), deltas.size(), "UpdateRunsAndCounters"));
+  constexpr std::string_view kOperation = "UpdateRunsAndCounters";
+  SLUICE_RETURN_IF_ERROR(CheckSizes(runs.size(), deltas.size(), kOperation));
   if (runs.empty()) return std::vector<int>();
-  if (AnyRepeated(runs, [](const RunRecord& r) { return r.run_id; })) {
-    SLUICE_RETURN_IF_ERROR(UpdateRuns(runs));
-    return AddRunRemainingSteps(deltas);
+  CounterSlots<RunId, 1> slots;
+  std::vector<size_t> last;  // per slot, the record to write
+  for (size_t i = 0; i < runs.size(); ++i) {
+    KeepLast(last, slots.Add(runs[i].run_id, {deltas[i].remaining_steps}), i);
   }
   RunUpdateColumns columns;
   ArrayLiteral sums;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    columns.Add(runs[i]);
-    sums.Int(deltas[i].remaining_steps);
+  for (size_t slot = 0; slot < slots.slots(); ++slot) {
+    columns.Add(runs[last[slot]]);
+    sums.Int(slots.sum(slot)[0]);
   }
   SLUICE_ASSIGN_OR_RETURN(
-      Result result, Query(sql::kUpdateRunsAndCounters,
-                           std::move(columns).Take().Array(std::move(sums)),
-                           "UpdateRunsAndCounters"));
-  std::vector<int> values(runs.size());
-  std::vector<bool> found(runs.size());
-  SLUICE_RETURN_IF_ERROR(PlaceBySlot<int>(result, values, found, [](Row& row) {
-    return static_cast<int>(row.Int());
-  }));
-  for (size_t i = 0; i < found.size(); ++i) {
-    if (!found[i]) {
-      return absl::NotFoundError(StrCat("UpdateRunsAndCounters: run ",
-                                        runs[i].run_id.ToString(),
-                                        " does not exist"));
-    }
+      Result result,
+      Query(sql::kUpdateRunsAndCounters,
+            std::move(columns).Take().Array(std::move(sums)), kOperation));
+  for (int i = 0; i < result.rows(); ++i) {
+    Row row = result.row(i);
+    const int64_t slot = row.Int();
+    slots.SetFinal(slot - 1, {row.Int()});
   }
+  std::optional<size_t> missing;
+  auto results = slots.Results(&missing);
+  if (missing.has_value()) {
+    return absl::NotFoundError(StrCat(kOperation, ": run ",
+                                      runs[*missing].run_id.ToString(),
+                                      " does not exist"));
+  }
+  std::vector<int> values;
+  values.reserve(results.size());
+  for (const auto& value : results) values.push_back(value[0]);
   return values;
 }
 
 absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
     std::span<const StepStateRecord> states,
     std::span<const StepCounterDelta> deltas) {
-  SLUICE_RETURN_IF_ERROR(
-      CheckSizes(states.size(), deltas.size(), "UpdateStepStatesAndCounters"));
+  constexpr std::string_view kOperation = "UpdateStepStatesAndCounters";
+  SLUICE_RETURN_IF_ERROR(CheckSizes(states.size(), deltas.size(), kOperation));
   if (states.empty()) return std::vector<StepCounters>();
-  if (AnyRepeated(states, [](const StepStateRecord& s) {
-        return std::make_pair(s.run_id, s.step_index);
-      })) {
-    SLUICE_RETURN_IF_ERROR(UpdateStepStates(states));
-    return AddStepCounters(deltas);
+  CounterSlots<std::pair<RunId, int>, 2> slots;
+  std::vector<size_t> last;  // per slot, the record to write
+  for (size_t i = 0; i < states.size(); ++i) {
+    KeepLast(last,
+             slots.Add({states[i].run_id, states[i].step_index},
+                       {deltas[i].remaining_tasks, deltas[i].remaining_deps}),
+             i);
   }
   StepStateUpdateColumns columns;
   ArrayLiteral tasks, deps;
-  for (size_t i = 0; i < states.size(); ++i) {
-    columns.Add(states[i]);
-    tasks.Int(deltas[i].remaining_tasks);
-    deps.Int(deltas[i].remaining_deps);
+  for (size_t slot = 0; slot < slots.slots(); ++slot) {
+    columns.Add(states[last[slot]]);
+    tasks.Int(slots.sum(slot)[0]);
+    deps.Int(slots.sum(slot)[1]);
   }
   SLUICE_ASSIGN_OR_RETURN(Result result,
                           Query(sql::kUpdateStepStatesAndCounters,
@@ -108,20 +99,25 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
                                     .Take()
                                     .Array(std::move(tasks))
                                     .Array(std::move(deps)),
-                                "UpdateStepStatesAndCounters"));
-  std::vector<StepCounters> values(states.size());
-  std::vector<bool> found(states.size());
-  SLUICE_RETURN_IF_ERROR(
-      PlaceBySlot<StepCounters>(result, values, found, [](Row& row) {
-        const int remaining_tasks = static_cast<int>(row.Int());
-        return StepCounters{remaining_tasks, static_cast<int>(row.Int())};
-      }));
-  for (size_t i = 0; i < found.size(); ++i) {
-    if (!found[i]) {
-      return absl::NotFoundError(
-          StrCat("UpdateStepStatesAndCounters: step ", states[i].step_index,
-                 " of run ", states[i].run_id.ToString(), " does not exist"));
-    }
+                                kOperation));
+  for (int i = 0; i < result.rows(); ++i) {
+    Row row = result.row(i);
+    const int64_t slot = row.Int();
+    const int64_t remaining_tasks = row.Int();
+    slots.SetFinal(slot - 1, {remaining_tasks, row.Int()});
+  }
+  std::optional<size_t> missing;
+  auto results = slots.Results(&missing);
+  if (missing.has_value()) {
+    const StepStateRecord& state = states[*missing];
+    return absl::NotFoundError(StrCat(kOperation, ": step ", state.step_index,
+                                      " of run ", state.run_id.ToString(),
+                                      " does not exist"));
+  }
+  std::vector<StepCounters> values;
+  values.reserve(results.size());
+  for (const auto& value : results) {
+    values.push_back(StepCounters{value[0], value[1]});
   }
   return values;
 }

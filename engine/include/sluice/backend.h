@@ -218,9 +218,10 @@ class Transaction {
   virtual absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) = 0;
   // (interface v7) UpdateRuns and AddRunRemainingSteps in one call: deltas[i]
-  // names runs[i] (same size, each run once); returns the new remaining_steps
-  // in order. A run written with its counter is one row write where the backend
-  // can make it one (Postgres does); this default makes both calls.
+  // names runs[i] (same size; a run named twice gets its last record and
+  // each delta); returns the new remaining_steps in order. A run written with
+  // its counter is one row write where the backend can make it one (Postgres
+  // does); this default makes both calls.
   virtual absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
       std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas) {
     if (absl::Status s = UpdateRuns(runs); !s.ok()) return s;
@@ -264,9 +265,9 @@ class Transaction {
   virtual absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
       std::span<const StepCounterDelta> deltas) = 0;
   // UpdateStepStates and AddStepCounters in one call: deltas[i] names
-  // states[i]'s step (same size, each step once); returns the new counters
-  // in order. One row write where the backend can; this default makes both
-  // calls.
+  // states[i]'s step (same size; a step named twice gets its last record
+  // and each delta); returns the new counters in order. One row write where the
+  // backend can; this default makes both calls.
   virtual absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
       std::span<StepStateRecord> states,
       std::span<const StepCounterDelta> deltas) {
