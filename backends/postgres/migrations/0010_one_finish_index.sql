@@ -1,0 +1,13 @@
+-- Sluice schema: one index on sluice.runs by finish time, not two.
+--
+-- runs_finished (finished_at, insert_seq) served retention's
+-- FindFinishedRuns; runs_by_finish_id (finished_at, run_id), added for
+-- listings (0003), covers the same rows in the same finish order. Every
+-- run that ends wrote an entry to both. FindFinishedRuns now walks
+-- runs_by_finish_id and sorts the runs of one finish time by insertion
+-- (an incremental sort over a handful of rows), so the order it returns is
+-- unchanged.
+--
+-- Hot statements and the index that serves each:
+--   finished runs (retention)        runs_by_finish_id (partial)
+DROP INDEX sluice.runs_finished;
