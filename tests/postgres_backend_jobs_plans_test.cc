@@ -3,7 +3,9 @@
 // at schema version 2 with a queue and messages migrates and keeps working,
 // and Sluice's queue tables keep pgmq's exact row shape, so pgmq's own
 // functions (pop and set_vt return `RETURNING *` as pgmq.message_record)
-// still work on them.
+// still work on them. The statements that check a batch's runs exist and
+// that write step states look each row up by key whatever the statistics
+// say.
 #include <string>
 #include <vector>
 
@@ -132,6 +134,53 @@ TEST_F(PostgresJobsTest, ListRunsOfOneStatus_WalksStatusIndex_GenericPlan) {
     EXPECT_THAT(plan, Not(HasSubstr("runs_by_start_id"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
+  }
+}
+
+// Before the first ANALYZE, Postgres planned `NOT EXISTS (... runs ...)` as
+// an anti-join over every run and `s.run_id = ANY($1)` as a scan of every
+// step state: each insert and step-state update read whole tables.
+TEST_F(PostgresJobsTest,
+       RunChecksAndStepStateWrites_LookUpByKey_AnyStatistics) {
+  Execute("ANALYZE");
+  Execute(
+      "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
+      "error, started_at, input) SELECT ('01900000-0000-7000-8000-' || "
+      "lpad(i::text, 12, '0'))::uuid, 'f', 'started', 1, '', now(), '{}' "
+      "FROM generate_series(1, 20000) AS i; "
+      "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
+      "remaining_deps, error, skip_reason) SELECT run_id, 0, 's', 'created', "
+      "0, '', '' FROM sluice.runs");
+  absl::StatusOr<Session> session = Session::Open(db_->url());
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE(
+      session->Execute("SET plan_cache_mode = force_custom_plan", "set").ok());
+  namespace sql = postgres_internal::sql;
+  const std::string runs =
+      "{01900000-0000-7000-8000-000000000007,"
+      "01900000-0000-7000-8000-000000000009}";
+  const std::string ints = "{0,0}", texts = "{a,b}", times = "{NULL,NULL}";
+  const std::string runs_exist =
+      StrCat(sql::kRunsMustExist, "SELECT 1 FROM runs_exist");
+  for (bool analyzed : {false, true}) {
+    if (analyzed) Execute("ANALYZE");
+    SCOPED_TRACE(analyzed ? "fresh statistics" : "stale statistics");
+    std::string plan = PlanText(*session, runs_exist, {runs});
+    EXPECT_THAT(plan, HasSubstr("runs_pkey")) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
+    plan = PlanText(*session, sql::kAddStepCounters, {runs, ints, ints, ints});
+    EXPECT_THAT(plan, HasSubstr("Tid Scan on step_states s")) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
+    plan = PlanText(*session, sql::kUpdateStepStatesAndCounters,
+                    {runs, ints, texts, ints, texts, texts, times, times,
+                     "{NULL,NULL}", ints, ints});
+    EXPECT_THAT(plan, HasSubstr("Tid Scan on step_states s")) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
+    plan = PlanText(
+        *session, sql::kUpdateStepStates,
+        {runs, ints, texts, ints, texts, texts, times, times, "{NULL,NULL}"});
+    EXPECT_THAT(plan, HasSubstr("Tid Scan on step_states s")) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
   }
 }
 

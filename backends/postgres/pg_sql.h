@@ -282,12 +282,16 @@ inline constexpr std::string_view kDeleteRuns =
 // The head of an insert whose rows name runs in $1: fails the statement
 // with "run ... does not exist" (kNotFound) if one has no run, as a foreign
 // key would, without a query and a row lock per inserted row (migration
-// 0009). The insert's FROM cross-joins runs_exist so it runs first.
+// 0009). The insert's FROM cross-joins runs_exist so it runs first. Each
+// run is one primary-key lookup (LIMIT 1 keeps the lateral from being
+// flattened): NOT EXISTS became an anti-join, planned from the statistics
+// as a scan of every run.
 inline constexpr char kRunsMustExist[] =
     "WITH runs_exist AS MATERIALIZED (SELECT sluice.require_found('run', "
     "(SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS d(run_id) "
-    "WHERE NOT EXISTS (SELECT 1 FROM sluice.runs AS r "
-    "WHERE r.run_id = d.run_id)))) ";
+    "LEFT JOIN LATERAL (SELECT true AS found FROM sluice.runs AS r "
+    "WHERE r.run_id = d.run_id LIMIT 1) AS r ON true "
+    "WHERE r.found IS NULL))) ";
 
 // --- Step states ---
 
@@ -317,48 +321,61 @@ inline constexpr auto kGetStepStatesState =
     Join("SELECT u.ord, ", kStepState, kStepsOfRuns);
 inline constexpr ByFields kGetStepStates{kGetStepStatesAll,
                                          kGetStepStatesState};
+// Follows the unnest `i` of an update of step states: each element's row
+// by one primary-key lookup (LIMIT 1 keeps the lateral from being
+// flattened into a join), as `row_ctid`, NULL where there is none; the
+// UPDATE then reaches the row by TID. A join on the key with
+// `s.run_id = ANY($1)` left the choice to the statistics, and before the
+// first ANALYZE Postgres scanned every step state for it. Step states
+// change only under their run's lock, so the TID still names the row when
+// the UPDATE reaches it.
+inline constexpr char kStepStateTid[] =
+    " LEFT JOIN LATERAL (SELECT x.ctid AS row_ctid FROM sluice.step_states "
+    "AS x WHERE x.run_id = i.run_id AND x.step_index = i.step_index LIMIT 1) "
+    "AS l ON true";
 // One row per step (the caller dedupes, the last write winning).
-inline constexpr std::string_view kUpdateStepStates =
-    "WITH i AS (SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[], "
-    "$4::int[], $5::text[], $6::text[], $7::timestamptz[], "
+inline constexpr auto kUpdateStepStates = Join(
+    "WITH i AS (SELECT i.*, l.row_ctid FROM unnest($1::uuid[], $2::int[], "
+    "$3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], "
     "$8::timestamptz[], $9::json[]) AS i(run_id, step_index, status, "
-    "initial_tasks, error, skip_reason, started_at, finished_at, output)), "
-    "updated AS (UPDATE sluice.step_states AS s SET status = i.status, "
+    "initial_tasks, error, skip_reason, started_at, finished_at, output)",
+    kStepStateTid,
+    "), updated AS (UPDATE sluice.step_states AS s SET status = i.status, "
     "initial_tasks = i.initial_tasks, error = i.error, "
     "skip_reason = i.skip_reason, started_at = i.started_at, "
     "finished_at = i.finished_at, output = i.output FROM i "
-    "WHERE s.run_id = i.run_id AND s.step_index = i.step_index "
-    "AND s.run_id = ANY($1::uuid[]) RETURNING s.run_id, s.step_index) "
+    "WHERE s.ctid = i.row_ctid RETURNING s.run_id, s.step_index) "
     "SELECT sluice.require_found('step', (SELECT min(format('%s of run %s', "
     "i.step_index, i.run_id)) FROM i WHERE (i.run_id, i.step_index) NOT IN "
-    "(SELECT run_id, step_index FROM updated)))";
+    "(SELECT run_id, step_index FROM updated)))");
 // One row per step, deltas summed. Rows: (slot, remaining_tasks,
 // remaining_deps). An unset remaining_tasks counts from 0 (backend.h).
-inline constexpr std::string_view kAddStepCounters =
+inline constexpr auto kAddStepCounters = Join(
     "UPDATE sluice.step_states AS s SET remaining_tasks = "
-    "coalesce(s.remaining_tasks, 0) + d.tasks, remaining_deps = "
-    "s.remaining_deps + d.deps FROM unnest($1::uuid[], $2::int[], $3::int[], "
-    "$4::int[]) WITH ORDINALITY AS d(run_id, step_index, tasks, deps, slot) "
-    "WHERE s.run_id = d.run_id AND s.step_index = d.step_index "
-    "AND s.run_id = ANY($1::uuid[]) "
-    "RETURNING d.slot, s.remaining_tasks, s.remaining_deps";
+    "coalesce(s.remaining_tasks, 0) + i.tasks, remaining_deps = "
+    "s.remaining_deps + i.deps FROM (SELECT i.*, l.row_ctid FROM "
+    "unnest($1::uuid[], $2::int[], $3::int[], $4::int[]) WITH ORDINALITY AS "
+    "i(run_id, step_index, tasks, deps, slot)",
+    kStepStateTid,
+    ") AS i WHERE s.ctid = i.row_ctid "
+    "RETURNING i.slot, s.remaining_tasks, s.remaining_deps");
 // UpdateStepStates and AddStepCounters as one row write, one row per step
 // (the caller sums deltas). Rows: (slot, remaining_tasks, remaining_deps).
-inline constexpr std::string_view kUpdateStepStatesAndCounters =
+inline constexpr auto kUpdateStepStatesAndCounters = Join(
     "UPDATE sluice.step_states AS s SET status = i.status, "
     "initial_tasks = i.initial_tasks, error = i.error, "
     "skip_reason = i.skip_reason, started_at = i.started_at, "
     "finished_at = i.finished_at, output = i.output, "
     "remaining_tasks = coalesce(s.remaining_tasks, 0) + i.tasks, "
     "remaining_deps = s.remaining_deps + i.deps "
-    "FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int[], $5::text[], "
-    "$6::text[], $7::timestamptz[], $8::timestamptz[], $9::json[], "
-    "$10::int[], $11::int[]) WITH ORDINALITY AS i(run_id, step_index, "
-    "status, initial_tasks, error, skip_reason, started_at, finished_at, "
-    "output, tasks, deps, slot) "
-    "WHERE s.run_id = i.run_id AND s.step_index = i.step_index "
-    "AND s.run_id = ANY($1::uuid[]) "
-    "RETURNING i.slot, s.remaining_tasks, s.remaining_deps";
+    "FROM (SELECT i.*, l.row_ctid FROM unnest($1::uuid[], $2::int[], "
+    "$3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], "
+    "$8::timestamptz[], $9::json[], $10::int[], $11::int[]) WITH ORDINALITY "
+    "AS i(run_id, step_index, status, initial_tasks, error, skip_reason, "
+    "started_at, finished_at, output, tasks, deps, slot)",
+    kStepStateTid,
+    ") AS i WHERE s.ctid = i.row_ctid "
+    "RETURNING i.slot, s.remaining_tasks, s.remaining_deps");
 
 // --- Tasks ---
 
