@@ -5,7 +5,7 @@
 // its own add-and-return result.
 #include <utility>
 
-#include "pg_counter_slots.h"
+#include "pg_batches.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "pg_tables.h"
@@ -39,37 +39,26 @@ absl::StatusOr<std::vector<int>> PgTables::UpdateRunsAndCounters(
   constexpr std::string_view kOperation = "UpdateRunsAndCounters";
   SLUICE_RETURN_IF_ERROR(CheckSizes(runs.size(), deltas.size(), kOperation));
   if (runs.empty()) return std::vector<int>();
-  CounterSlots<RunId, 1> slots;
+  CounterBatch<RunId, 1> batch;
   std::vector<size_t> last;  // per slot, the record to write
   for (size_t i = 0; i < runs.size(); ++i) {
-    KeepLast(last, slots.Add(runs[i].run_id, {deltas[i].remaining_steps}), i);
+    KeepLast(last, batch.Add(runs[i].run_id, {deltas[i].remaining_steps}), i);
   }
   RunUpdateColumns columns;
   ArrayLiteral sums;
-  for (size_t slot = 0; slot < slots.slots(); ++slot) {
+  for (size_t slot = 0; slot < batch.slots(); ++slot) {
     columns.Add(runs[last[slot]]);
-    sums.Int(slots.sum(slot)[0]);
+    sums.Int(batch.sum(slot)[0]);
   }
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
       Query(sql::kUpdateRunsAndCounters,
             std::move(columns).Take().Array(std::move(sums)), kOperation));
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    const int64_t slot = row.Int();
-    slots.SetFinal(slot - 1, {row.Int()});
-  }
-  std::optional<size_t> missing;
-  auto results = slots.Results(&missing);
-  if (missing.has_value()) {
-    return absl::NotFoundError(StrCat(kOperation, ": run ",
-                                      runs[*missing].run_id.ToString(),
-                                      " does not exist"));
-  }
-  std::vector<int> values;
-  values.reserve(results.size());
-  for (const auto& value : results) values.push_back(value[0]);
-  return values;
+  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
+                            return StrCat(kOperation, ": run ",
+                                          runs[i].run_id.ToString());
+                          }));
+  return RemainingStepsOf(counts);
 }
 
 absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
@@ -78,20 +67,20 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
   constexpr std::string_view kOperation = "UpdateStepStatesAndCounters";
   SLUICE_RETURN_IF_ERROR(CheckSizes(states.size(), deltas.size(), kOperation));
   if (states.empty()) return std::vector<StepCounters>();
-  CounterSlots<std::pair<RunId, int>, 2> slots;
+  CounterBatch<std::pair<RunId, int>, 2> batch;
   std::vector<size_t> last;  // per slot, the record to write
   for (size_t i = 0; i < states.size(); ++i) {
     KeepLast(last,
-             slots.Add({states[i].run_id, states[i].step_index},
+             batch.Add({states[i].run_id, states[i].step_index},
                        {deltas[i].remaining_tasks, deltas[i].remaining_deps}),
              i);
   }
   StepStateUpdateColumns columns;
   ArrayLiteral tasks, deps;
-  for (size_t slot = 0; slot < slots.slots(); ++slot) {
+  for (size_t slot = 0; slot < batch.slots(); ++slot) {
     columns.Add(states[last[slot]]);
-    tasks.Int(slots.sum(slot)[0]);
-    deps.Int(slots.sum(slot)[1]);
+    tasks.Int(batch.sum(slot)[0]);
+    deps.Int(batch.sum(slot)[1]);
   }
   SLUICE_ASSIGN_OR_RETURN(Result result,
                           Query(sql::kUpdateStepStatesAndCounters,
@@ -100,26 +89,12 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
                                     .Array(std::move(tasks))
                                     .Array(std::move(deps)),
                                 kOperation));
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    const int64_t slot = row.Int();
-    const int64_t remaining_tasks = row.Int();
-    slots.SetFinal(slot - 1, {remaining_tasks, row.Int()});
-  }
-  std::optional<size_t> missing;
-  auto results = slots.Results(&missing);
-  if (missing.has_value()) {
-    const StepStateRecord& state = states[*missing];
-    return absl::NotFoundError(StrCat(kOperation, ": step ", state.step_index,
-                                      " of run ", state.run_id.ToString(),
-                                      " does not exist"));
-  }
-  std::vector<StepCounters> values;
-  values.reserve(results.size());
-  for (const auto& value : results) {
-    values.push_back(StepCounters{value[0], value[1]});
-  }
-  return values;
+  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
+                            return StrCat(kOperation, ": step ",
+                                          states[i].step_index, " of run ",
+                                          states[i].run_id.ToString());
+                          }));
+  return StepCountersOf(counts);
 }
 
 }  // namespace sluice::postgres_internal

@@ -7,7 +7,7 @@
 #include "absl/container/node_hash_map.h"
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
-#include "pg_counter_slots.h"
+#include "pg_batches.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "pg_sql_children.h"
@@ -210,36 +210,25 @@ absl::Status PgTables::UpdateRuns(std::span<const RunRecord> runs) {
 absl::StatusOr<std::vector<int>> PgTables::AddRunRemainingSteps(
     std::span<const RunCounterDelta> deltas) {
   if (deltas.empty()) return std::vector<int>();
-  CounterSlots<RunId, 1> slots;
+  CounterBatch<RunId, 1> batch;
   for (const RunCounterDelta& delta : deltas) {
-    slots.Add(delta.run_id, {delta.remaining_steps});
+    batch.Add(delta.run_id, {delta.remaining_steps});
   }
   ArrayLiteral ids, sums;
-  for (size_t slot = 0; slot < slots.slots(); ++slot) {
-    ids.RunId(slots.key(slot));
-    sums.Int(slots.sum(slot)[0]);
+  for (size_t slot = 0; slot < batch.slots(); ++slot) {
+    ids.RunId(batch.key(slot));
+    sums.Int(batch.sum(slot)[0]);
   }
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
       Query(sql::kAddRunRemainingSteps,
             Params().Array(std::move(ids)).Array(std::move(sums)),
             "AddRunRemainingSteps"));
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    const int64_t slot = row.Int();
-    slots.SetFinal(slot - 1, {row.Int()});
-  }
-  std::optional<size_t> missing;
-  auto results = slots.Results(&missing);
-  if (missing.has_value()) {
-    return absl::NotFoundError(StrCat("AddRunRemainingSteps: run ",
-                                      deltas[*missing].run_id.ToString(),
-                                      " does not exist"));
-  }
-  std::vector<int> values;
-  values.reserve(results.size());
-  for (const auto& value : results) values.push_back(value[0]);
-  return values;
+  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
+                            return StrCat("AddRunRemainingSteps: run ",
+                                          deltas[i].run_id.ToString());
+                          }));
+  return RemainingStepsOf(counts);
 }
 
 absl::StatusOr<std::vector<RunRecord>> PgTables::ListRuns(const RunQuery& query,
@@ -444,17 +433,17 @@ absl::Status PgTables::UpdateStepStates(
 absl::StatusOr<std::vector<StepCounters>> PgTables::AddStepCounters(
     std::span<const StepCounterDelta> deltas) {
   if (deltas.empty()) return std::vector<StepCounters>();
-  CounterSlots<std::pair<RunId, int>, 2> slots;
+  CounterBatch<std::pair<RunId, int>, 2> batch;
   for (const StepCounterDelta& delta : deltas) {
-    slots.Add({delta.step.run_id, delta.step.step_index},
+    batch.Add({delta.step.run_id, delta.step.step_index},
               {delta.remaining_tasks, delta.remaining_deps});
   }
   ArrayLiteral ids, steps, tasks, deps;
-  for (size_t slot = 0; slot < slots.slots(); ++slot) {
-    ids.RunId(slots.key(slot).first);
-    steps.Int(slots.key(slot).second);
-    tasks.Int(slots.sum(slot)[0]);
-    deps.Int(slots.sum(slot)[1]);
+  for (size_t slot = 0; slot < batch.slots(); ++slot) {
+    ids.RunId(batch.key(slot).first);
+    steps.Int(batch.key(slot).second);
+    tasks.Int(batch.sum(slot)[0]);
+    deps.Int(batch.sum(slot)[1]);
   }
   SLUICE_ASSIGN_OR_RETURN(Result result, Query(sql::kAddStepCounters,
                                                Params()
@@ -463,26 +452,13 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::AddStepCounters(
                                                    .Array(std::move(tasks))
                                                    .Array(std::move(deps)),
                                                "AddStepCounters"));
-  for (int i = 0; i < result.rows(); ++i) {
-    Row row = result.row(i);
-    const int64_t slot = row.Int();
-    const int64_t remaining_tasks = row.Int();
-    slots.SetFinal(slot - 1, {remaining_tasks, row.Int()});
-  }
-  std::optional<size_t> missing;
-  auto results = slots.Results(&missing);
-  if (missing.has_value()) {
-    const StepRef& step = deltas[*missing].step;
-    return absl::NotFoundError(
-        StrCat("AddStepCounters: ", StepName(step.run_id, step.step_index),
-               " does not exist"));
-  }
-  std::vector<StepCounters> values;
-  values.reserve(results.size());
-  for (const auto& value : results) {
-    values.push_back(StepCounters{value[0], value[1]});
-  }
-  return values;
+  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
+                            const StepRef& step = deltas[i].step;
+                            return StrCat(
+                                "AddStepCounters: ",
+                                StepName(step.run_id, step.step_index));
+                          }));
+  return StepCountersOf(counts);
 }
 
 }  // namespace sluice::postgres_internal

@@ -5,10 +5,10 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "sluice/internal/counter_batch.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "sqlite_bound_rows.h"
-#include "sqlite_counter_batch.h"
 #include "sqlite_rows.h"
 #include "sqlite_sql.h"
 #include "sqlite_sql_children.h"
@@ -134,7 +134,7 @@ absl::StatusOr<std::vector<int>> SqliteTables::AddRunRemainingSteps(
       RequireRunSeqs(
           RunIdsOf(deltas, [](const RunCounterDelta& d) { return d.run_id; }),
           kOperation));
-  CounterBatch<int64_t, 1> batch;
+  internal::CounterBatch<int64_t, 1> batch;
   for (size_t i = 0; i < deltas.size(); ++i) {
     batch.Add(seqs[i], {deltas[i].remaining_steps});
   }
@@ -157,7 +157,7 @@ absl::StatusOr<std::vector<int>> SqliteTables::AddRunRemainingSteps(
     if (!row) break;
     batch.SetFinal(get.Int(0), {get.Int(1)});
   }
-  CounterBatch<int64_t, 1>::Results results = batch.TakeResults();
+  internal::CounterBatch<int64_t, 1>::Results results = batch.TakeResults();
   if (results.out_of_range.has_value()) {
     return CounterOutOfRange(
         StrCat("remaining_steps of run ",
@@ -336,7 +336,7 @@ absl::StatusOr<std::vector<StepCounters>> SqliteTables::AddStepCounters(
           kOperation));
   // Keyed by (run seq, step index); counters (remaining_tasks,
   // remaining_deps).
-  using Batch = CounterBatch<std::pair<int64_t, int64_t>, 2>;
+  using Batch = internal::CounterBatch<std::pair<int64_t, int64_t>, 2>;
   Batch batch;
   for (size_t i = 0; i < deltas.size(); ++i) {
     batch.Add({seqs[i], deltas[i].step.step_index},

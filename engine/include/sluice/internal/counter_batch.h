@@ -1,5 +1,5 @@
 // Add-and-return for a batch of counter deltas, some of them to the same
-// row.
+// row (the SQLite and Postgres backends' batch counter updates).
 //
 // A batch UPDATE takes each row's delta from the batch once, so the deltas
 // to one row are summed into that row's slot first. After the UPDATE the
@@ -12,8 +12,8 @@
 //   ... bind batch.key(slot) and batch.sum(slot) for each slot, UPDATE ...
 //   ... for each row read back: batch.SetFinal(slot, {value}) ...
 //   CounterBatch<int64_t, 1>::Results results = batch.TakeResults();
-#ifndef SLUICE_BACKENDS_SQLITE_SQLITE_COUNTER_BATCH_H_
-#define SLUICE_BACKENDS_SQLITE_SQLITE_COUNTER_BATCH_H_
+#ifndef SLUICE_INTERNAL_COUNTER_BATCH_H_
+#define SLUICE_INTERNAL_COUNTER_BATCH_H_
 
 #include <array>
 #include <cstddef>
@@ -24,7 +24,7 @@
 
 #include "absl/container/flat_hash_map.h"
 
-namespace sluice::sqlite_internal {
+namespace sluice::internal {
 
 template <typename Key, size_t kCounters>
 class CounterBatch {
@@ -40,13 +40,15 @@ class CounterBatch {
     std::optional<size_t> out_of_range;
   };
 
-  // Adds the delta at the next position to the row `key`.
-  void Add(const Key& key, const Values& delta) {
+  // Adds the delta at the next position to the row `key`; returns the row's
+  // slot.
+  size_t Add(const Key& key, const Values& delta) {
     auto [it, inserted] = slot_of_key_.try_emplace(key, slots_.size());
     if (inserted) slots_.push_back(Slot{key, {}, {}, false});
     Slot& slot = slots_[it->second];
     for (size_t c = 0; c < kCounters; ++c) slot.sum[c] += delta[c];
     deltas_.push_back(Delta{it->second, delta});
+    return it->second;
   }
 
   // Rows, numbered from 0 in the order of their first delta.
@@ -97,6 +99,6 @@ class CounterBatch {
   std::vector<Delta> deltas_;
 };
 
-}  // namespace sluice::sqlite_internal
+}  // namespace sluice::internal
 
-#endif  // SLUICE_BACKENDS_SQLITE_SQLITE_COUNTER_BATCH_H_
+#endif  // SLUICE_INTERNAL_COUNTER_BATCH_H_
