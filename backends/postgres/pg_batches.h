@@ -53,6 +53,11 @@ absl::StatusOr<std::vector<std::array<int, kCounters>>> ResultsOf(
   return std::move(results.values);
 }
 
+// How a step state is named in errors ("step 2 of run ...").
+inline std::string StepName(const RunId& run_id, int step_index) {
+  return StrCat("step ", step_index, " of run ", run_id.ToString());
+}
+
 // The results of run counters (one counter) and of step counters (two).
 inline std::vector<int> RemainingStepsOf(
     const std::vector<std::array<int, 1>>& results) {

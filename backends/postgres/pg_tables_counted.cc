@@ -89,11 +89,11 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
                                     .Array(std::move(tasks))
                                     .Array(std::move(deps)),
                                 kOperation));
-  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
-                            return StrCat(kOperation, ": step ",
-                                          states[i].step_index, " of run ",
-                                          states[i].run_id.ToString());
-                          }));
+  SLUICE_ASSIGN_OR_RETURN(
+      auto counts, ResultsOf(result, batch, [&](size_t i) {
+        return StrCat(kOperation, ": ",
+                      StepName(states[i].run_id, states[i].step_index));
+      }));
   return StepCountersOf(counts);
 }
 

@@ -43,10 +43,6 @@ absl::Status ReadStepStatesByOrd(
   return absl::OkStatus();
 }
 
-std::string StepName(const RunId& run_id, int step_index) {
-  return StrCat("step ", step_index, " of run ", run_id.ToString());
-}
-
 }  // namespace
 
 // --- Runs -----------------------------------------------------------------
