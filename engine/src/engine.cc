@@ -355,6 +355,8 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
   for (const Json& input : inputs) {
     RunId id = impl_->options().run_id_source ? impl_->options().run_id_source()
                                               : RunId::Random();
+    // `inputs` outlive the Flush below.
+    settings.lasting_input = &input;
     RunProgress run = RunProgress::ForNewRun(context, id, input, settings);
     SLUICE_RETURN_IF_ERROR(run.Advance());
     run.Finish();

@@ -70,6 +70,7 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
   RunProgress progress(context, std::move(run), std::move(steps),
                        /*fresh=*/true, /*payloads_loaded=*/true);
   progress.not_before_ = settings.not_before;
+  progress.lasting_input_ = settings.lasting_input;
   progress.Emit(EventKind::kRunStarted, -1, &progress.run_.input);
   return progress;
 }
@@ -89,7 +90,8 @@ RunProgress::RunProgress(Context context, RunRecord run,
       fresh_(fresh),
       ended_at_start_(IsTerminal(run_.status)),
       payloads_loaded_(payloads_loaded),
-      new_tasks_(steps_.size()) {
+      new_tasks_(steps_.size()),
+      new_maps_(steps_.size()) {
   // A step state's own copy of the run id may not have decoded; it is this
   // run's either way, and writes need it.
   for (StepStateRecord& s : steps_) s.run_id = run_.run_id;
@@ -245,31 +247,35 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
   }
   visible_at += s.start_delay;
   if (s.is_wait()) visible_at = WaitVisibleAt(s, visible_at);
-  auto create = [&](int task_index, Json task_input) {
-    TaskRecord task;
-    task.key = TaskKey{run_.run_id, step, task_index};
-    task.flow_slug = run_.flow_slug;
-    task.input = std::move(task_input);
-    task.queue_name = s.shape->queue_name;
-    task.queued_at = ctx_.now;
-    task.options = *task_options_;
+  TaskRecord task;
+  task.key = TaskKey{run_.run_id, step, 0};
+  task.flow_slug = run_.flow_slug;
+  task.queue_name = s.shape->queue_name;
+  task.queued_at = ctx_.now;
+  task.options = *task_options_;
+  if (s.shape->kind != StepKind::kMap) {
+    task.input = input;
     Json body = MessageBody(task, run_id, s.shape->slug);
     new_tasks_[step].push_back(ctx_.writes.CreateTask(
         std::move(task), std::move(body), visible_at, run_.priority));
-  };
-  if (s.shape->kind != StepKind::kMap) {
-    create(0, input);
     if (s.is_wait() && st.output.has_value()) return DeliverHeldSignal(step);
     return absl::OkStatus();
   }
-  const Json& source =
-      s.is_root_map ? run_.input : *state(s.dependencies.front()).output;
-  const boost::json::array& elements = source.as_array();
-  new_tasks_[step].reserve(elements.size());
-  ctx_.writes.ReserveTasks(elements.size());
-  for (size_t k = 0; k < elements.size(); ++k) {
-    create(static_cast<int>(k), elements[k]);
+  std::shared_ptr<const Json> elements;
+  if (s.is_root_map && lasting_input_ != nullptr) {
+    elements = std::shared_ptr<const Json>(std::shared_ptr<const Json>(),
+                                           lasting_input_);  // not owned
+  } else {
+    elements = std::make_shared<const Json>(
+        s.is_root_map ? run_.input : *state(s.dependencies.front()).output);
   }
+  new_maps_[step] = ctx_.writes.CreateMapTasks(
+      {.prototype = std::move(task),
+       .elements = std::move(elements),
+       .run_id = std::move(run_id),
+       .step_slug = s.shape->slug,
+       .visible_at = visible_at,
+       .priority = run_.priority});
   return absl::OkStatus();
 }
 
@@ -411,6 +417,8 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
       ctx_.writes.EndNewTask(handle, status, ctx_.now);
     }
     new_tasks_[i].clear();
+    if (new_maps_[i]) ctx_.writes.EndMapTasks(*new_maps_[i], status, ctx_.now);
+    new_maps_[i].reset();
   }
   if (fresh_) return absl::OkStatus();
   std::optional<int> only_step;

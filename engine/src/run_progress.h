@@ -49,6 +49,10 @@ class RunProgress {
     std::optional<absl::Time> not_before;
     // Default: now. A run re-created in place keeps its first start time.
     std::optional<absl::Time> started_at;
+    // The caller's own copy of the input, if it lives until the batch is
+    // flushed: a root map then reads its elements there instead of keeping
+    // a copy of them for the batch.
+    const Json* lasting_input = nullptr;
   };
 
   // A run that is not stored yet: `input` must already be validated.
@@ -159,10 +163,13 @@ class RunProgress {
   std::string unreadable_payloads_;  // an UnreadableError, or empty
   // A fresh run's first tasks are hidden until then.
   std::optional<absl::Time> not_before_;
+  const Json* lasting_input_ = nullptr;  // NewRunSettings::lasting_input
   // TaskRecord::options of the run's tasks, worked out on first need.
   std::optional<Json> task_options_;
   // Tasks created by this transaction, by step: handles into the batch.
   std::vector<std::vector<size_t>> new_tasks_;
+  // Map steps started by this transaction: handles into the batch.
+  std::vector<std::optional<size_t>> new_maps_;
 };
 
 }  // namespace sluice

@@ -34,37 +34,126 @@ void WriteBatch::EndNewTask(size_t handle, TaskStatus status, absl::Time now) {
   archive_new_[handle] = true;
 }
 
+size_t WriteBatch::CreateMapTasks(MapTasks map) {
+  new_maps_.push_back({.tasks = std::move(map),
+                       .tasks_before = new_tasks_.size(),
+                       .ended = std::nullopt,
+                       .ended_at = absl::InfinitePast()});
+  return new_maps_.size() - 1;
+}
+
+void WriteBatch::EndMapTasks(size_t handle, TaskStatus status, absl::Time now) {
+  new_maps_[handle].ended = status;
+  new_maps_[handle].ended_at = now;
+}
+
+namespace {
+
+// New tasks and their messages on their way to the backend, written
+// WriteBatch::kTaskChunk at a time and in the order they were added.
+class TaskChunk {
+ public:
+  TaskChunk(Transaction& tx, absl::Time now, TransactionEffects& effects,
+            absl::flat_hash_map<std::string, std::vector<int64_t>>& archives)
+      : tx_(tx), now_(now), effects_(effects), archives_(archives) {}
+
+  // `archive`: the task is terminal already; its message is archived as
+  // soon as it is sent.
+  absl::Status Add(TaskRecord task, OutgoingMessage message, bool archive) {
+    tasks_.push_back(std::move(task));
+    messages_.push_back(std::move(message));
+    archive_.push_back(archive);
+    if (tasks_.size() < WriteBatch::kTaskChunk) return absl::OkStatus();
+    return Write();
+  }
+
+  // Sends the messages, per queue (a flow-mode batch has one, so the common
+  // case is one call), then inserts the tasks.
+  absl::Status Write() {
+    for (size_t first = 0; first < tasks_.size();) {
+      const std::string& queue = tasks_[first].queue_name;
+      size_t last = first;
+      bool any_live = false;
+      while (last < tasks_.size() && tasks_[last].queue_name == queue) {
+        any_live = any_live || !archive_[last];
+        ++last;
+      }
+      std::span<OutgoingMessage> messages(messages_.data() + first,
+                                          last - first);
+      SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
+                              tx_.SendMessages(queue, messages, now_));
+      if (ids.size() != last - first) {
+        return absl::InternalError(StrCat("queue \"", queue, "\" returned ",
+                                          ids.size(), " ids for ",
+                                          last - first, " messages"));
+      }
+      for (size_t i = first; i < last; ++i) {
+        tasks_[i].message_id = ids[i - first];
+        if (archive_[i]) archives_[queue].push_back(ids[i - first]);
+      }
+      if (any_live) effects_.queues_to_wake.insert(queue);
+      first = last;
+    }
+    if (!tasks_.empty()) SLUICE_RETURN_IF_ERROR(tx_.InsertTasks(tasks_));
+    tasks_.clear();
+    messages_.clear();
+    archive_.clear();
+    return absl::OkStatus();
+  }
+
+ private:
+  Transaction& tx_;
+  absl::Time now_;
+  TransactionEffects& effects_;
+  absl::flat_hash_map<std::string, std::vector<int64_t>>& archives_;
+  std::vector<TaskRecord> tasks_;
+  std::vector<OutgoingMessage> messages_;
+  std::vector<bool> archive_;
+};
+
+// One task per element of `map`, made as the chunk takes them.
+absl::Status AddMapTasks(const WriteBatch::MapTasks& map,
+                         std::optional<TaskStatus> ended, absl::Time ended_at,
+                         TaskChunk& chunk) {
+  const boost::json::array& elements = map.elements->as_array();
+  for (size_t k = 0; k < elements.size(); ++k) {
+    TaskRecord task = map.prototype;
+    task.key.task_index = static_cast<int>(k);
+    task.input = elements[k];
+    if (ended) {
+      task.status = *ended;
+      task.finished_at = ended_at;
+    }
+    Json body = MessageBody(task, map.run_id, map.step_slug);
+    SLUICE_RETURN_IF_ERROR(chunk.Add(
+        std::move(task), {std::move(body), map.visible_at, map.priority},
+        ended.has_value()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status WriteBatch::SendAndInsertTasks(Transaction& tx, absl::Time now,
                                             TransactionEffects& effects) {
-  if (new_tasks_.empty()) return absl::OkStatus();
-  // Messages go out per queue; a flow-mode batch has one queue, so the
-  // common case sends everything in one call without regrouping.
-  size_t begin = 0;
-  while (begin < new_tasks_.size()) {
-    const std::string& queue = new_tasks_[begin].queue_name;
-    size_t end = begin;
-    bool any_live = false;
-    while (end < new_tasks_.size() && new_tasks_[end].queue_name == queue) {
-      any_live = any_live || !archive_new_[end];
-      ++end;
+  // In creation order, so messages get their sequence numbers in it.
+  TaskChunk chunk(tx, now, effects, archives_);
+  size_t next = 0;
+  auto add_created = [&](size_t end) -> absl::Status {
+    for (; next < end; ++next) {
+      SLUICE_RETURN_IF_ERROR(chunk.Add(std::move(new_tasks_[next]),
+                                       std::move(new_messages_[next]),
+                                       archive_new_[next]));
     }
-    std::span<OutgoingMessage> messages(new_messages_.data() + begin,
-                                        end - begin);
-    SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
-                            tx.SendMessages(queue, messages, now));
-    if (ids.size() != end - begin) {
-      return absl::InternalError(StrCat("queue \"", queue, "\" returned ",
-                                        ids.size(), " ids for ", end - begin,
-                                        " messages"));
-    }
-    for (size_t i = begin; i < end; ++i) {
-      new_tasks_[i].message_id = ids[i - begin];
-      if (archive_new_[i]) archives_[queue].push_back(ids[i - begin]);
-    }
-    if (any_live) effects.queues_to_wake.insert(queue);
-    begin = end;
+    return absl::OkStatus();
+  };
+  for (const PendingMap& map : new_maps_) {
+    SLUICE_RETURN_IF_ERROR(add_created(map.tasks_before));
+    SLUICE_RETURN_IF_ERROR(
+        AddMapTasks(map.tasks, map.ended, map.ended_at, chunk));
   }
-  return tx.InsertTasks(new_tasks_);
+  SLUICE_RETURN_IF_ERROR(add_created(new_tasks_.size()));
+  return chunk.Write();
 }
 
 namespace {

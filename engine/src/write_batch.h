@@ -4,6 +4,7 @@
 #ifndef SLUICE_ENGINE_WRITE_BATCH_H_
 #define SLUICE_ENGINE_WRITE_BATCH_H_
 
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -59,13 +60,6 @@ class WriteBatch {
     counted_runs_.expected.push_back(expected);
   }
 
-  // Makes room for `count` more new tasks.
-  void ReserveTasks(size_t count) {
-    new_tasks_.reserve(new_tasks_.size() + count);
-    new_messages_.reserve(new_messages_.size() + count);
-    archive_new_.reserve(archive_new_.size() + count);
-  }
-
   // Queues a new task and its message (sent at Flush, visible at
   // `visible_at`, claimed by `priority`). Returns a handle for EndNewTask.
   size_t CreateTask(TaskRecord task, Json message_body, absl::Time visible_at,
@@ -75,6 +69,27 @@ class WriteBatch {
   void EndNewTask(size_t handle, TaskStatus status, absl::Time now);
   // A task created in this batch, to change before it is written.
   TaskRecord& NewTask(size_t handle) { return new_tasks_[handle]; }
+  // A map step's tasks: one per element of `elements` (a JSON array), its
+  // index the task index and a copy of it the input, otherwise alike.
+  struct MapTasks {
+    TaskRecord prototype;  // key.task_index and input are set per element
+    std::shared_ptr<const Json> elements;
+    std::string run_id;     // as text, for the message bodies
+    std::string step_slug;  // for the message bodies
+    absl::Time visible_at;
+    int priority = 0;
+  };
+  // Queues a map's tasks and their messages. Flush makes them as it writes
+  // them, so a map over many elements never holds every task, input copy
+  // and message body at once. Returns a handle for EndMapTasks.
+  size_t CreateMapTasks(MapTasks map);
+  // Gives every task of a map queued in this batch a terminal status before
+  // it is written; their messages are archived as soon as they are sent.
+  void EndMapTasks(size_t handle, TaskStatus status, absl::Time now);
+  // New tasks reach the backend this many at a time (one SendMessages per
+  // queue and one InsertTasks a chunk), in the order they were created.
+  static constexpr size_t kTaskChunk = 1024;
+
   // A ledger entry of a task created in this batch (written after it).
   void AppendAttempt(AttemptRecord attempt) {
     new_attempts_.push_back(std::move(attempt));
@@ -102,6 +117,12 @@ class WriteBatch {
   absl::Status MoveCounters(Transaction& tx);
   absl::Status UpdateCounted(Transaction& tx);
 
+  struct PendingMap {
+    MapTasks tasks;
+    size_t tasks_before;  // new_tasks_ created before it, written first
+    std::optional<TaskStatus> ended;
+    absl::Time ended_at;
+  };
   struct CountedSteps {
     std::vector<StepStateRecord> states;
     std::vector<StepCounterDelta> deltas;
@@ -119,6 +140,7 @@ class WriteBatch {
   std::vector<OutgoingMessage> new_messages_;  // one per new task
   std::vector<bool> archive_new_;              // one per new task
   std::vector<AttemptRecord> new_attempts_;    // of new tasks
+  std::vector<PendingMap> new_maps_;
   std::vector<RunRecord> updated_runs_;
   std::vector<StepStateRecord> updated_step_states_;
   std::vector<TaskUpdate> task_updates_;

@@ -178,6 +178,55 @@ TEST_P(Runs, RootMapOverThousandsOfElements_CreatesEveryTaskInOrder) {
   EXPECT_EQ(view.run.output->at("each"), Json(input));
 }
 
+// A map's tasks are written in chunks (WriteBatch::kTaskChunk) after the
+// tasks created before it and before those created after it.
+TEST_P(Runs, WideMapBetweenSingleSteps_IsClaimedInCreationOrder) {
+  constexpr int kElements = 1'500;
+  Flow flow("map_between");
+  flow.Step("first", Echo()).Map("each", Echo()).Step("last", Echo());
+  Deploy(flow);
+  boost::json::array input;
+  for (int i = 0; i < kElements; ++i) input.emplace_back(i);
+  Start(flow, input);
+  std::vector<ClaimedTask> claimed = Claim(flow, 1'000);
+  for (ClaimedTask& task : Claim(flow, 1'000)) {
+    claimed.push_back(std::move(task));
+  }
+  ASSERT_EQ(claimed.size(), static_cast<size_t>(kElements + 2));
+  EXPECT_EQ(claimed.front().step_slug, "first");
+  for (int i = 0; i < kElements; ++i) {
+    EXPECT_EQ(claimed[i + 1].step_slug, "each");
+    EXPECT_EQ(claimed[i + 1].key.task_index, i);
+  }
+  EXPECT_EQ(claimed.back().step_slug, "last");
+}
+
+// The run fails at its start, after the map's tasks were queued in the
+// same transaction: every chunk is written cancelled, its messages
+// archived.
+TEST_P(Runs, WideMapEndedInTheTransactionThatStartedIt_IsCancelledWhole) {
+  constexpr int kElements = 2'100;
+  Flow flow("map_ended");
+  flow.Map("each", Echo())
+      .Step("guard",
+            {.if_pattern = J(R"({"run":[-1]})"), .when_unmet = Policy::kFail},
+            Echo());
+  Deploy(flow);
+  boost::json::array input;
+  for (int i = 0; i < kElements; ++i) input.emplace_back(i);
+  RunId run = Start(flow, input);
+  RunView view = View(run);
+  EXPECT_EQ(view.run.status, RunStatus::kFailed);
+  ASSERT_EQ(view.tasks.size(), static_cast<size_t>(kElements));
+  for (const TaskRecord& task : view.tasks) {
+    EXPECT_EQ(task.status, TaskStatus::kCancelled);
+    EXPECT_EQ(task.input, Json(task.key.task_index));
+  }
+  EXPECT_TRUE(MessageOf(view.tasks.front())->archived);
+  EXPECT_TRUE(MessageOf(view.tasks.back())->archived);
+  EXPECT_TRUE(Claim(flow).empty());
+}
+
 TEST_P(Runs, RootMapOverEmptyArray_CompletesAtOnceWithEmptyOutput) {
   Flow flow("empty_root");
   flow.Map("each", Echo()).Step("after", {.depends_on = {"each"}}, Echo());
