@@ -1,20 +1,26 @@
 // Migration 0009: step states, tasks and attempts carry no foreign keys to
 // runs (decision 0050). The upgrade drops them and keeps the data, and
 // DeleteRuns still leaves nothing behind when another transaction adds a
-// run's rows under its lock at the same time.
+// run's rows under its lock at the same time. The one-statement task write
+// (decision 0052) checks its runs as InsertTasks does.
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pg_session.h"
 #include "postgres_jobs_fixture.h"
+#include "sluice/internal/one_trip_task_writes.h"
+#include "sluice/internal/strings.h"
 #include "support/postgres_sql.h"
 
 namespace sluice::testing {
 namespace {
+
+using ::testing::HasSubstr;
 
 constexpr char kForeignKeysToRuns[] =
     "SELECT count(*) FROM pg_constraint WHERE contype = 'f' AND confrelid = "
@@ -98,6 +104,54 @@ TEST_F(PostgresRunChecksTest,
   SqlSession sql(db_->url());
   EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "0");
   EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.runs"), "0");
+}
+
+// One statement sends the messages and inserts the tasks (decision 0052):
+// each task takes the id of the message beside it.
+TEST_F(PostgresRunChecksTest,
+       SendMessagesAndInsertTasks_PairsEachTaskWithItsMessage) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  std::unique_ptr<Transaction> tx = Begin();
+  ASSERT_NE(tx, nullptr);
+  auto* one_trip = dynamic_cast<internal::OneTripTaskWrites*>(tx.get());
+  ASSERT_NE(one_trip, nullptr);
+  std::vector<TaskRecord> tasks;
+  std::vector<OutgoingMessage> messages;
+  for (int i = 0; i < 3; ++i) {
+    tasks.push_back(MakeTask(1, i));
+    messages.push_back({J(StrCat(R"({"task":)", i, "}")), kJobsT0});
+  }
+  ASSERT_TRUE(
+      one_trip->SendMessagesAndInsertTasks("jobs_q", messages, tasks, kJobsT0)
+          .ok());
+  ASSERT_TRUE(tx->Commit().ok());
+  SqlSession sql(db_->url());
+  EXPECT_EQ(sql.Value("SELECT string_agg((q.message ->> 'task') || '=' || "
+                      "t.task_index, ',' ORDER BY t.task_index) FROM "
+                      "sluice.tasks AS t JOIN pgmq.q_jobs_q AS q ON q.msg_id "
+                      "= t.message_id"),
+            "0=0,1=1,2=2");
+}
+
+TEST_F(PostgresRunChecksTest,
+       SendMessagesAndInsertTasks_ForAMissingRun_FailsTheCommitSendsNothing) {
+  CreateQueue("jobs_q");
+  std::unique_ptr<Transaction> tx = Begin();
+  ASSERT_NE(tx, nullptr);
+  auto* one_trip = dynamic_cast<internal::OneTripTaskWrites*>(tx.get());
+  ASSERT_NE(one_trip, nullptr);
+  std::vector<TaskRecord> tasks = {MakeTask(7, 0)};
+  std::vector<OutgoingMessage> messages = {{J("{}"), kJobsT0}};
+  ASSERT_TRUE(
+      one_trip->SendMessagesAndInsertTasks("jobs_q", messages, tasks, kJobsT0)
+          .ok());
+  absl::Status committed = tx->Commit();
+  EXPECT_EQ(committed.code(), absl::StatusCode::kNotFound) << committed;
+  EXPECT_THAT(committed.message(), HasSubstr("does not exist"));
+  SqlSession sql(db_->url());
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM pgmq.q_jobs_q"), "0");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "0");
 }
 
 }  // namespace

@@ -31,6 +31,20 @@ std::string SeqOf(std::string_view alias) {
   return StrCat("((", alias, "headers ->> 'sluice_seq')::bigint)");
 }
 
+// pgmq's send of a batch, its parameters numbered from `first`: enqueued_at,
+// visible_at[], message text[] (JSON), priority[]. Rows: (msg_id).
+std::string Send(std::string_view live, int first) {
+  return StrCat("INSERT INTO ", live,
+                " (enqueued_at, vt, message, headers) SELECT $", first,
+                "::timestamptz, m.vt, m.message::jsonb, jsonb_build_object("
+                "'sluice_priority', m.priority, 'sluice_seq', "
+                "nextval('sluice.message_seq')) FROM unnest($",
+                first + 1, "::timestamptz[], $", first + 2, "::text[], $",
+                first + 3,
+                "::int[]) WITH ORDINALITY AS m(vt, message, priority, ord) "
+                "ORDER BY m.ord RETURNING msg_id");
+}
+
 }  // namespace
 
 QueueSql::QueueSql(std::string_view queue) {
@@ -48,13 +62,17 @@ QueueSql::QueueSql(std::string_view queue) {
   // The bodies come as text[] and are cast one by one: parsing a jsonb[]
   // literal took twice as long in the server (100,000 bodies: 1.9 s
   // against 0.9 s; docs/decisions/0047).
-  send = StrCat(
-      "INSERT INTO ", live,
-      " (enqueued_at, vt, message, headers) SELECT $1::timestamptz, m.vt, "
-      "m.message::jsonb, jsonb_build_object('sluice_priority', m.priority, "
-      "'sluice_seq', nextval('sluice.message_seq')) "
-      "FROM unnest($2::timestamptz[], $3::text[], $4::int[]) WITH ORDINALITY "
-      "AS m(vt, message, priority, ord) ORDER BY m.ord RETURNING msg_id");
+  send = Send(live, 1);
+  // The messages are inserted in send order, so the queue's identity hands
+  // out increasing ids in it: numbering them by id pairs each with its
+  // task.
+  send_with_tasks = StrCat(
+      sql::kRunsMustExist, ", sent AS (", Send(live, 21),
+      "), ids AS (SELECT msg_id, row_number() OVER (ORDER BY msg_id) AS ord "
+      "FROM sent) ",
+      sql::kInsertTasksHead, "coalesce(ids.msg_id, i.message_id)",
+      sql::kInsertTasksTail,
+      " JOIN ids ON ids.ord = i.ord CROSS JOIN runs_exist ORDER BY i.ord");
   // The subquery walks the claim index from the top and skips rows other
   // transactions hold, like pgmq.read. `= ANY(ARRAY(...))` makes the ids it
   // locks an index condition, so the update never scans the table (IN

@@ -22,6 +22,10 @@ struct QueueSql {
   // priority[];
   // rows: (msg_id), in send order.
   std::string send;
+  // send's messages ($21..$24) and pg_sql.h kInsertTasks's tasks ($1..$20,
+  // one per message, in the same order), each task taking its message's
+  // id: one statement, whose result nobody needs to wait for.
+  std::string send_with_tasks;
   // $1 now, $2 visible_until, $3 limit, $4 the queue's registered name.
   // Rows: the claim priority and seq as stored (NULL for a message sent
   // without Sluice's headers), msg_id, read_ct, enqueued_at, vt, priority,

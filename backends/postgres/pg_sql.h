@@ -379,14 +379,17 @@ inline constexpr auto kUpdateStepStatesAndCounters = Join(
 
 // --- Tasks ---
 
-inline constexpr auto kInsertTasks = Join(
-    kRunsMustExist,
+// The task insert, in two parts around the message id column's source:
+// $1..$20 are the columns, `i` their unnest (with `ord`).
+inline constexpr char kInsertTasksHead[] =
     "INSERT INTO sluice.tasks (run_id, step_index, task_index, flow_slug, "
     "status, attempts, error, queue_name, message_id, queued_at, started_at, "
     "finished_at, stall_at, requeued_count, worker_id, input, output, "
     "budget_start, cancel_requested, options) "
     "SELECT i.run_id, i.step_index, i.task_index, i.flow_slug, i.status, "
-    "i.attempts, i.error, i.queue_name, i.message_id, i.queued_at, "
+    "i.attempts, i.error, i.queue_name, ";
+inline constexpr char kInsertTasksTail[] =
+    ", i.queued_at, "
     "i.started_at, i.finished_at, i.stall_at, i.requeued_count, i.worker_id, "
     "i.input, i.output, i.budget_start, i.cancel_requested, i.options "
     "FROM unnest($1::uuid[], $2::int[], $3::int[], "
@@ -397,8 +400,10 @@ inline constexpr auto kInsertTasks = Join(
     "ORDINALITY AS i(run_id, step_index, "
     "task_index, flow_slug, status, attempts, error, queue_name, message_id, "
     "queued_at, started_at, finished_at, stall_at, requeued_count, "
-    "worker_id, input, output, budget_start, cancel_requested, options, ord) "
-    "CROSS JOIN runs_exist ORDER BY i.ord");
+    "worker_id, input, output, budget_start, cancel_requested, options, ord)";
+inline constexpr auto kInsertTasks =
+    Join(kRunsMustExist, kInsertTasksHead, "i.message_id", kInsertTasksTail,
+         " CROSS JOIN runs_exist ORDER BY i.ord");
 // LIMIT 1 keeps the subquery a primary-key lookup per element (the
 // planner can't flatten it into a join planned from stale statistics).
 inline constexpr char kTasksByKey[] =

@@ -161,6 +161,13 @@ class PgTables {
   absl::Status DeleteChildReports(std::span<const int64_t> report_ids);
   absl::StatusOr<int64_t> CountChildReports();
 
+  // SendMessages, then InsertTasks with each task's message_id the id of
+  // the message beside it: one statement, queued without waiting (a
+  // failure surfaces at the next wait or COMMIT). kInternal if the counts
+  // differ.
+  absl::Status SendMessagesAndInsertTasks(
+      std::string_view queue, std::span<const OutgoingMessage> messages,
+      std::span<const TaskRecord> tasks, absl::Time now);
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<const OutgoingMessage> messages,
       absl::Time now);
@@ -208,6 +215,8 @@ class PgTables {
     return connection_.Query(sql, params,
                              {std::string(operation), std::string(queue)});
   }
+  // InsertTasks's $1..$20: one array per column.
+  static Params TaskColumns(std::span<const TaskRecord> tasks);
   // Every row of `result` as an attempt.
   static absl::StatusOr<std::vector<AttemptRecord>> ReadAttempts(
       const Result& result);

@@ -13,6 +13,25 @@
 namespace sluice::postgres_internal {
 namespace {
 
+// QueueSql::send's parameters: enqueued_at (`now`), then visible_at[],
+// body text[] and priority[]. True if a message is visible by `now`.
+bool AddMessageColumns(std::span<const OutgoingMessage> messages,
+                       absl::Time now, Params& params) {
+  ArrayLiteral visible, bodies, priorities;
+  bool visible_now = false;
+  for (const OutgoingMessage& message : messages) {
+    visible.Time(message.visible_at);
+    priorities.Int(message.priority);
+    bodies.Json(message.body);
+    visible_now = visible_now || message.visible_at <= now;
+  }
+  params.Time(now)
+      .Array(std::move(visible))
+      .Array(std::move(bodies))
+      .Array(std::move(priorities));
+  return visible_now;
+}
+
 absl::Status MissingQueue(std::string_view operation, std::string_view queue) {
   return absl::NotFoundError(
       StrCat(operation, ": queue \"", queue, "\" does not exist"));
@@ -81,6 +100,25 @@ absl::StatusOr<std::vector<ClaimedMessage>> ReadClaimed(
 
 }  // namespace
 
+absl::Status PgTables::SendMessagesAndInsertTasks(
+    std::string_view queue, std::span<const OutgoingMessage> messages,
+    std::span<const TaskRecord> tasks, absl::Time now) {
+  constexpr std::string_view kOperation = "SendMessagesAndInsertTasks";
+  if (messages.size() != tasks.size()) {
+    return absl::InternalError(StrCat("postgres ", kOperation, ": ",
+                                      messages.size(), " messages for ",
+                                      tasks.size(), " tasks"));
+  }
+  if (tasks.empty()) return absl::OkStatus();
+  SawTime(now);
+  Params params = TaskColumns(tasks);
+  const bool visible_now = AddMessageColumns(messages, now, params);
+  Send(connection_.StatementsFor(queue).send_with_tasks, params, kOperation,
+       queue);
+  if (visible_now) NotifyQueue(queue);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
     std::string_view queue, std::span<const OutgoingMessage> messages,
     absl::Time now) {
@@ -91,23 +129,11 @@ absl::StatusOr<std::vector<int64_t>> PgTables::SendMessages(
     if (!exists) return MissingQueue(kOperation, queue);
     return std::vector<int64_t>();
   }
-  ArrayLiteral visible, bodies, priorities;
-  bool visible_now = false;
-  for (const OutgoingMessage& message : messages) {
-    visible.Time(message.visible_at);
-    priorities.Int(message.priority);
-    bodies.Json(message.body);
-    visible_now = visible_now || message.visible_at <= now;
-  }
+  Params params;
+  const bool visible_now = AddMessageColumns(messages, now, params);
   const QueueSql& statements = connection_.StatementsFor(queue);
   SLUICE_ASSIGN_OR_RETURN(Result result,
-                          Query(statements.send,
-                                Params()
-                                    .Time(now)
-                                    .Array(std::move(visible))
-                                    .Array(std::move(bodies))
-                                    .Array(std::move(priorities)),
-                                kOperation, queue));
+                          Query(statements.send, params, kOperation, queue));
   if (result.rows() != static_cast<int>(messages.size())) {
     return absl::InternalError(StrCat("postgres SendMessages: queue \"", queue,
                                       "\" took ", result.rows(), " of ",

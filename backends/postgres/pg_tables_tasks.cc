@@ -69,6 +69,11 @@ std::vector<UpdateGroup> GroupUpdates(std::span<const TaskUpdate> updates) {
 
 absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
   if (tasks.empty()) return absl::OkStatus();
+  Send(sql::kInsertTasks.view(), TaskColumns(tasks), "InsertTasks");
+  return absl::OkStatus();
+}
+
+Params PgTables::TaskColumns(std::span<const TaskRecord> tasks) {
   ArrayLiteral ids, steps, indexes, flows, statuses, attempts, errors, queues,
       messages, queued, started, finished, stalls, requeued, workers, inputs,
       outputs, budgets, cancels, options;
@@ -102,8 +107,7 @@ absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
         &inputs,   &outputs,  &budgets, &cancels,  &options}) {
     params.Array(std::move(*column));
   }
-  Send(sql::kInsertTasks.view(), params, "InsertTasks");
-  return absl::OkStatus();
+  return params;
 }
 
 absl::StatusOr<std::vector<std::optional<TaskRecord>>> PgTables::GetTasks(

@@ -437,6 +437,14 @@ absl::StatusOr<std::vector<int64_t>> PostgresTransaction::SendMessages(
   return Guarded([&] { return tables_.SendMessages(queue, messages, now); });
 }
 
+absl::Status PostgresTransaction::SendMessagesAndInsertTasks(
+    std::string_view queue, std::span<OutgoingMessage> messages,
+    std::span<TaskRecord> tasks, absl::Time now) {
+  return Guarded([&] {
+    return tables_.SendMessagesAndInsertTasks(queue, messages, tasks, now);
+  });
+}
+
 absl::StatusOr<internal::MessagesWithTasks>
 PostgresTransaction::ReadMessagesWithTasks(std::string_view queue,
                                            absl::Time now, int limit,

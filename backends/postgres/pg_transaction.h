@@ -45,6 +45,7 @@
 #include "sluice/backend.h"
 #include "sluice/internal/one_trip_claims.h"
 #include "sluice/internal/one_trip_reads.h"
+#include "sluice/internal/one_trip_task_writes.h"
 
 namespace sluice::postgres_internal {
 
@@ -69,9 +70,12 @@ class OpenTransactions {
 // Offers internal::OneTripClaims: a claim's read of messages and tasks is
 // one statement, and its task updates travel with COMMIT. Offers
 // internal::OneTripRunReads: a run's view is four reads in one round trip.
+// Offers internal::OneTripTaskWrites: new tasks and their messages are one
+// statement nobody waits for.
 class PostgresTransaction final : public Transaction,
                                   public internal::OneTripClaims,
-                                  public internal::OneTripRunReads {
+                                  public internal::OneTripRunReads,
+                                  public internal::OneTripTaskWrites {
  public:
   // Waits for a pool connection. kFailedPrecondition if this thread holds a
   // transaction of the backend; kUnavailable if no connection can be had.
@@ -202,6 +206,10 @@ class PostgresTransaction final : public Transaction,
   absl::StatusOr<std::vector<int64_t>> SendMessages(
       std::string_view queue, std::span<OutgoingMessage> messages,
       absl::Time now) override;
+  absl::Status SendMessagesAndInsertTasks(std::string_view queue,
+                                          std::span<OutgoingMessage> messages,
+                                          std::span<TaskRecord> tasks,
+                                          absl::Time now) override;
   absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
       const RunId& run_id) override;
   absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(

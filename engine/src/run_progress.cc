@@ -269,13 +269,12 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
     elements = std::make_shared<const Json>(
         s.is_root_map ? run_.input : *state(s.dependencies.front()).output);
   }
-  new_maps_[step] = ctx_.writes.CreateMapTasks(
-      {.prototype = std::move(task),
-       .elements = std::move(elements),
-       .run_id = std::move(run_id),
-       .step_slug = s.shape->slug,
-       .visible_at = visible_at,
-       .priority = run_.priority});
+  new_maps_[step] = ctx_.writes.CreateMapTasks({.prototype = std::move(task),
+                                                .elements = std::move(elements),
+                                                .run_id = std::move(run_id),
+                                                .step_slug = s.shape->slug,
+                                                .visible_at = visible_at,
+                                                .priority = run_.priority});
   return absl::OkStatus();
 }
 

@@ -3,6 +3,7 @@
 #include <span>
 
 #include "boost/json/object.hpp"
+#include "sluice/internal/one_trip_task_writes.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -70,6 +71,17 @@ class TaskChunk {
   // Sends the messages, per queue (a flow-mode batch has one, so the common
   // case is one call), then inserts the tasks.
   absl::Status Write() {
+    if (tasks_.empty()) return absl::OkStatus();
+    if (auto* one_trip = dynamic_cast<internal::OneTripTaskWrites*>(&tx_);
+        one_trip != nullptr && OneLiveQueue()) {
+      // Nobody needs the message ids: nothing of the chunk is archived.
+      const std::string queue = tasks_.front().queue_name;
+      SLUICE_RETURN_IF_ERROR(
+          one_trip->SendMessagesAndInsertTasks(queue, messages_, tasks_, now_));
+      effects_.queues_to_wake.insert(queue);
+      Clear();
+      return absl::OkStatus();
+    }
     for (size_t first = 0; first < tasks_.size();) {
       const std::string& queue = tasks_[first].queue_name;
       size_t last = first;
@@ -84,8 +96,8 @@ class TaskChunk {
                               tx_.SendMessages(queue, messages, now_));
       if (ids.size() != last - first) {
         return absl::InternalError(StrCat("queue \"", queue, "\" returned ",
-                                          ids.size(), " ids for ",
-                                          last - first, " messages"));
+                                          ids.size(), " ids for ", last - first,
+                                          " messages"));
       }
       for (size_t i = first; i < last; ++i) {
         tasks_[i].message_id = ids[i - first];
@@ -94,14 +106,27 @@ class TaskChunk {
       if (any_live) effects_.queues_to_wake.insert(queue);
       first = last;
     }
-    if (!tasks_.empty()) SLUICE_RETURN_IF_ERROR(tx_.InsertTasks(tasks_));
-    tasks_.clear();
-    messages_.clear();
-    archive_.clear();
+    SLUICE_RETURN_IF_ERROR(tx_.InsertTasks(tasks_));
+    Clear();
     return absl::OkStatus();
   }
 
  private:
+  // Every task on one queue, none of them terminal.
+  bool OneLiveQueue() const {
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      if (archive_[i] || tasks_[i].queue_name != tasks_[0].queue_name) {
+        return false;
+      }
+    }
+    return true;
+  }
+  void Clear() {
+    tasks_.clear();
+    messages_.clear();
+    archive_.clear();
+  }
+
   Transaction& tx_;
   absl::Time now_;
   TransactionEffects& effects_;
