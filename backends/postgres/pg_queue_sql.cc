@@ -70,7 +70,7 @@ QueueSql::QueueSql(std::string_view queue) {
       sql::kRunsMustExist, ", sent AS (", Send(live, 21),
       "), ids AS (SELECT msg_id, row_number() OVER (ORDER BY msg_id) AS ord "
       "FROM sent) ",
-      sql::kInsertTasksHead, "coalesce(ids.msg_id, i.message_id)",
+      sql::kInsertTasksHead, "ids.msg_id",
       sql::kInsertTasksTail,
       " JOIN ids ON ids.ord = i.ord CROSS JOIN runs_exist ORDER BY i.ord");
   // The subquery walks the claim index from the top and skips rows other
