@@ -175,5 +175,16 @@ TEST(RunId, ParsesItsOwnTextAndRejectsOtherText) {
   EXPECT_NE(RunId::Random(), RunId::Random());
 }
 
+TEST(RunId, IncreasesWithinAProcess_EvenPastThe12BitCounter) {
+  // More ids than one millisecond's counter holds, made faster than that.
+  RunId prev = RunId::Random();
+  for (int i = 0; i < 10000; ++i) {
+    RunId next = RunId::Random();
+    ASSERT_LT(prev, next) << prev.ToString() << " then " << next.ToString();
+    ASSERT_EQ(next.ToString()[14], '7') << next.ToString();
+    prev = next;
+  }
+}
+
 }  // namespace
 }  // namespace sluice

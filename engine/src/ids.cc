@@ -1,5 +1,7 @@
 #include "sluice/ids.h"
 
+#include <atomic>
+
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -27,8 +29,26 @@ RunId RunId::Random() {
   // Version 7: the Unix time in milliseconds, then random bits. Ids made
   // close in time sort close together, so a backend's index on run id fills
   // at its end instead of touching a random page per new run.
+  //
+  // Within a process ids also increase strictly (RFC 9562, section 6.2,
+  // method 3 with the 12 bits after the version as the counter): runs that
+  // tie on their created time list in the order they were made. A new
+  // millisecond starts the counter at a random value below 0x800, leaving
+  // room for 2,048 more ids; past 0xFFF the id borrows the next millisecond.
+  static std::atomic<uint64_t> last_high{0};
   uint64_t millis = static_cast<uint64_t>(absl::ToUnixMillis(absl::Now()));
-  uint64_t high = (millis << 16) | 0x7000ULL | (RandomWord() & 0x0FFFULL);
+  uint64_t fresh = (millis << 16) | 0x7000ULL | (RandomWord() & 0x07FFULL);
+  uint64_t prev = last_high.load(std::memory_order_relaxed);
+  uint64_t high;
+  do {
+    high = fresh;
+    if (high <= prev) {
+      high = (prev & 0x0FFFULL) == 0x0FFFULL
+                 ? (((prev >> 16) + 1) << 16) | 0x7000ULL
+                 : prev + 1;
+    }
+  } while (
+      !last_high.compare_exchange_weak(prev, high, std::memory_order_relaxed));
   uint64_t low = (RandomWord() & ~(0xC000ULL << 48)) | (0x8000ULL << 48);
   return RunId(high, low);
 }

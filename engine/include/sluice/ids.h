@@ -16,7 +16,8 @@ class RunId {
   RunId() = default;
   RunId(uint64_t high, uint64_t low) : high_(high), low_(low) {}
 
-  // A fresh id: the current time in milliseconds, then 74 random bits.
+  // A fresh id: the current time in milliseconds, a counter, then 62
+  // random bits. Each id is greater than the one before it in this process.
   // Thread-safe.
   static RunId Random();
   // Parses the canonical 36-character form; kInvalidArgument otherwise.

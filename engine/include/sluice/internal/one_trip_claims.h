@@ -4,7 +4,7 @@
 //
 // The engine finds it with dynamic_cast and falls back to the separate
 // Transaction calls where a transaction lacks it, so the backend interface
-// (backend.h, version 6) is unchanged. A forwarding wrapper
+// (backend.h) is unchanged. A forwarding wrapper
 // (forwarding_backend.h) does not offer it: its overrides of ReadMessages,
 // GetTasksByMessage, UpdateTasks and Commit then see every call.
 #ifndef SLUICE_INTERNAL_ONE_TRIP_CLAIMS_H_
