@@ -13,6 +13,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sluice/backend.h"
+#include "sluice/internal/writes_keep_outputs.h"
 #include "sluice/records.h"
 
 namespace sluice::contract {
@@ -148,6 +149,41 @@ TEST_P(BackendContractTest, UpdateStepStates_WritesAllButTheCounters) {
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(Describe(steps[1]), Describe(expected));
   EXPECT_EQ(Describe(steps[0]), Describe(MakeStep(1, 0)));
+}
+
+// internal::WritesKeepOutputs promises that record writes leave outputs in
+// place, so the engine can lend one output to two records (decision 0053).
+TEST_P(BackendContractTest, WritesKeepOutputs_LeavesEveryWrittenOutputInPlace) {
+  std::unique_ptr<Transaction> probe = Begin();
+  if (dynamic_cast<internal::WritesKeepOutputs*>(probe.get()) == nullptr) {
+    GTEST_SKIP() << GetParam() << " may move outputs (it has no marker)";
+  }
+  probe.reset();
+  Committed([](Transaction& tx) {
+    ASSERT_OK(tx.InsertRuns(Movable({MakeRun(1)})));
+    ASSERT_OK(tx.InsertStepStates(Movable({MakeStep(1, 0)})));
+  });
+  const Json output = J(R"({"kept":["a","b"]})");
+  RunRecord run = MakeRun(1);
+  run.status = RunStatus::kCompleted;
+  run.output = output;
+  StepStateRecord step = MakeStep(1, 0);
+  step.status = StepStatus::kCompleted;
+  step.output = output;
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.UpdateRuns(std::span(&run, 1)));
+    ASSERT_OK(tx.UpdateStepStates(std::span(&step, 1)));
+    RunCounterDelta run_delta = RunDelta(1, 0);
+    ASSERT_OK(
+        tx.UpdateRunsAndCounters(std::span(&run, 1), std::span(&run_delta, 1))
+            .status());
+    StepCounterDelta step_delta = StepDelta(1, 0, 0, 0);
+    ASSERT_OK(tx.UpdateStepStatesAndCounters(std::span(&step, 1),
+                                             std::span(&step_delta, 1))
+                  .status());
+  });
+  EXPECT_EQ(run.output, output);
+  EXPECT_EQ(step.output, output);
 }
 
 TEST_P(BackendContractTest, UpdateStepStates_UnknownStep_FailsWithNotFound) {

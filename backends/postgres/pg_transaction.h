@@ -46,6 +46,7 @@
 #include "sluice/internal/one_trip_claims.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/one_trip_task_writes.h"
+#include "sluice/internal/writes_keep_outputs.h"
 
 namespace sluice::postgres_internal {
 
@@ -75,7 +76,8 @@ class OpenTransactions {
 class PostgresTransaction final : public Transaction,
                                   public internal::OneTripClaims,
                                   public internal::OneTripRunReads,
-                                  public internal::OneTripTaskWrites {
+                                  public internal::OneTripTaskWrites,
+                                  public internal::WritesKeepOutputs {
  public:
   // Waits for a pool connection. kFailedPrecondition if this thread holds a
   // transaction of the backend; kUnavailable if no connection can be had.

@@ -36,13 +36,15 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "sluice/backend.h"
+#include "sluice/internal/writes_keep_outputs.h"
 #include "sqlite_backend.h"
 #include "sqlite_statement.h"
 #include "sqlite_tables.h"
 
 namespace sluice::sqlite_internal {
 
-class SqliteTransaction final : public Transaction {
+class SqliteTransaction final : public Transaction,
+                                public internal::WritesKeepOutputs {
  public:
   // Waits for the connection's mutex (other threads' transactions), then for
   // SQLite's write lock (other processes, up to the busy timeout).

@@ -7,6 +7,7 @@
 #include "run_options.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "sluice/internal/writes_keep_outputs.h"
 #include "wait_steps.h"
 
 namespace sluice {
@@ -465,10 +466,20 @@ absl::Status RunProgress::MaybeCompleteRun() {
   }
   boost::json::object output;
   for (const CompiledStep& step : ctx_.flow.steps()) {
-    const StepStateRecord& st = state(step.index);
-    if (step.is_leaf && st.status == StepStatus::kCompleted) {
+    StepStateRecord& st = state(step.index);
+    if (!step.is_leaf || st.status != StepStatus::kCompleted) continue;
+    // Moved, not copied, where the step state needs it no more (it is not
+    // written) or gets it back for its write (Finish,
+    // WriteBatch::LendOutput) from a backend that leaves it in place.
+    const bool written = fresh_ || dirty_[step.index];
+    const bool lend = !fresh_ && dirty_[step.index] &&
+                      dynamic_cast<internal::WritesKeepOutputs*>(&ctx_.tx);
+    if (!st.output.has_value() || (written && !lend)) {
       output.emplace(step.shape->slug, st.output.value_or(Json()));
+      continue;
     }
+    output.emplace(step.shape->slug, std::move(*st.output));
+    if (lend) lent_outputs_.push_back(step.index);
   }
   run_.status = RunStatus::kCompleted;
   run_.output = Json(std::move(output));
@@ -510,7 +521,8 @@ absl::Status RunProgress::CompleteTasks(int step, int count,
   }
   std::vector<std::optional<Json>>& values = outputs->outputs;
   if (ctx_.flow.step(step).shape->kind != StepKind::kMap) {
-    Json output = values.empty() ? Json() : values[0].value_or(Json());
+    Json output =
+        values.empty() ? Json() : std::move(values[0]).value_or(Json());
     return CompleteStep(step, std::move(output));
   }
   boost::json::array aggregated;
@@ -585,27 +597,36 @@ void RunProgress::Finish() {
     for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
     return;
   }
+  std::vector<WriteBatch::Slot> step_slots(steps_.size());
   for (size_t i = 0; i < steps_.size(); ++i) {
     const StepCounterDelta& d = step_deltas_[i];
     const bool moved = d.remaining_tasks != 0 || d.remaining_deps != 0;
     const StepCounters expected{steps_[i].remaining_tasks.value_or(0),
                                 steps_[i].remaining_deps};
     if (moved && dirty_[i]) {
-      ctx_.writes.UpdateStepStateAndCounters(std::move(steps_[i]), d, expected);
+      step_slots[i] = ctx_.writes.UpdateStepStateAndCounters(
+          std::move(steps_[i]), d, expected);
     } else if (moved) {
       ctx_.writes.AddStepCounters(d, expected);
     } else if (dirty_[i]) {
-      ctx_.writes.UpdateStepState(std::move(steps_[i]));
+      step_slots[i] = ctx_.writes.UpdateStepState(std::move(steps_[i]));
     }
   }
   const RunCounterDelta run_delta{run_.run_id, remaining_steps_delta_};
   const int expected_steps = run_.remaining_steps;
+  WriteBatch::Slot run_slot;
   if (remaining_steps_delta_ != 0 && run_dirty_) {
-    ctx_.writes.UpdateRunAndCounter(std::move(run_), run_delta, expected_steps);
+    run_slot = ctx_.writes.UpdateRunAndCounter(std::move(run_), run_delta,
+                                               expected_steps);
   } else if (remaining_steps_delta_ != 0) {
     ctx_.writes.AddRunRemainingSteps(run_delta, expected_steps);
   } else if (run_dirty_) {
-    ctx_.writes.UpdateRun(std::move(run_));
+    run_slot = ctx_.writes.UpdateRun(std::move(run_));
+  }
+  // MaybeCompleteRun set run_dirty_ when it lent anything.
+  for (int step : lent_outputs_) {
+    ctx_.writes.LendOutput(step_slots[step], run_slot,
+                           ctx_.flow.step(step).shape->slug);
   }
 }
 

@@ -152,6 +152,9 @@ class RunProgress {
   RunRecord run_;
   std::vector<StepStateRecord> steps_;
   std::vector<bool> dirty_;
+  // Written leaf steps whose outputs the completed run's output holds
+  // (MaybeCompleteRun); Finish lends them back for their writes.
+  std::vector<int> lent_outputs_;
   std::vector<StepCounterDelta> step_deltas_;  // by step, for stored runs
   int remaining_steps_delta_ = 0;
   bool run_dirty_ = false;

@@ -243,6 +243,23 @@ absl::Status WriteBatch::MoveCounters(Transaction& tx) {
   return absl::OkStatus();
 }
 
+void WriteBatch::MoveLentOutputs(bool counted_steps, bool to_steps) {
+  for (LentOutput& lent : lent_outputs_) {
+    if (lent.step.counted != counted_steps) continue;
+    StepStateRecord& step = counted_steps
+                                ? counted_steps_.states[lent.step.index]
+                                : updated_step_states_[lent.step.index];
+    RunRecord& run = lent.run.counted ? counted_runs_.runs[lent.run.index]
+                                      : updated_runs_[lent.run.index];
+    Json& in_run = run.output->as_object()[lent.slug];
+    if (to_steps) {
+      step.output = std::move(in_run);
+    } else {
+      in_run = std::move(*step.output);
+    }
+  }
+}
+
 absl::Status WriteBatch::UpdateCounted(Transaction& tx) {
   if (!counted_runs_.runs.empty()) {
     SLUICE_ASSIGN_OR_RETURN(
@@ -252,9 +269,12 @@ absl::Status WriteBatch::UpdateCounted(Transaction& tx) {
         CheckRunCounters(counted_runs_.deltas, counted_runs_.expected, got));
   }
   if (!counted_steps_.states.empty()) {
-    SLUICE_ASSIGN_OR_RETURN(std::vector<StepCounters> got,
-                            tx.UpdateStepStatesAndCounters(
-                                counted_steps_.states, counted_steps_.deltas));
+    MoveLentOutputs(/*counted_steps=*/true, /*to_steps=*/true);
+    absl::StatusOr<std::vector<StepCounters>> written =
+        tx.UpdateStepStatesAndCounters(counted_steps_.states,
+                                       counted_steps_.deltas);
+    MoveLentOutputs(/*counted_steps=*/true, /*to_steps=*/false);
+    SLUICE_ASSIGN_OR_RETURN(std::vector<StepCounters> got, std::move(written));
     SLUICE_RETURN_IF_ERROR(
         CheckStepCounters(counted_steps_.deltas, counted_steps_.expected, got));
   }
@@ -274,7 +294,10 @@ absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
   if (!updated_runs_.empty())
     SLUICE_RETURN_IF_ERROR(tx.UpdateRuns(updated_runs_));
   if (!updated_step_states_.empty()) {
-    SLUICE_RETURN_IF_ERROR(tx.UpdateStepStates(updated_step_states_));
+    MoveLentOutputs(/*counted_steps=*/false, /*to_steps=*/true);
+    absl::Status written = tx.UpdateStepStates(updated_step_states_);
+    MoveLentOutputs(/*counted_steps=*/false, /*to_steps=*/false);
+    SLUICE_RETURN_IF_ERROR(written);
   }
   SLUICE_RETURN_IF_ERROR(UpdateCounted(tx));
   SLUICE_RETURN_IF_ERROR(MoveCounters(tx));

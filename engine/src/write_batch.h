@@ -18,13 +18,32 @@ namespace sluice {
 
 class WriteBatch {
  public:
+  // Where an updated run or step state was queued: with its counters moving
+  // (UpdateRunAndCounter, UpdateStepStateAndCounters) or not.
+  struct Slot {
+    bool counted = false;
+    size_t index = 0;
+  };
+
   void InsertRun(RunRecord run) { new_runs_.push_back(std::move(run)); }
   void InsertStepState(StepStateRecord s) {
     new_step_states_.push_back(std::move(s));
   }
-  void UpdateRun(RunRecord run) { updated_runs_.push_back(std::move(run)); }
-  void UpdateStepState(StepStateRecord s) {
+  Slot UpdateRun(RunRecord run) {
+    updated_runs_.push_back(std::move(run));
+    return {false, updated_runs_.size() - 1};
+  }
+  Slot UpdateStepState(StepStateRecord s) {
     updated_step_states_.push_back(std::move(s));
+    return {false, updated_step_states_.size() - 1};
+  }
+  // The updated step state at `step` leaves its output to the updated run
+  // at `run`, whose output object holds it under `slug`: a completed run's
+  // output holds its leaf steps' outputs, and a large map's is not copied.
+  // Flush moves the value into the step state for that record's write and
+  // back after it.
+  void LendOutput(Slot step, Slot run, std::string slug) {
+    lent_outputs_.push_back({step, run, std::move(slug)});
   }
   // A conditional task write; `attempt`, if set, is the ledger entry of the
   // attempt it ends, appended only if the write applies.
@@ -48,16 +67,18 @@ class WriteBatch {
   }
   // A changed record whose counters move too: the backend may write the row
   // once instead of twice (UpdateStepStatesAndCounters).
-  void UpdateStepStateAndCounters(StepStateRecord s, StepCounterDelta delta,
+  Slot UpdateStepStateAndCounters(StepStateRecord s, StepCounterDelta delta,
                                   StepCounters expected) {
     counted_steps_.states.push_back(std::move(s));
     counted_steps_.deltas.push_back(std::move(delta));
     counted_steps_.expected.push_back(expected);
+    return {true, counted_steps_.states.size() - 1};
   }
-  void UpdateRunAndCounter(RunRecord run, RunCounterDelta delta, int expected) {
+  Slot UpdateRunAndCounter(RunRecord run, RunCounterDelta delta, int expected) {
     counted_runs_.runs.push_back(std::move(run));
     counted_runs_.deltas.push_back(std::move(delta));
     counted_runs_.expected.push_back(expected);
+    return {true, counted_runs_.runs.size() - 1};
   }
 
   // Queues a new task and its message (sent at Flush, visible at
@@ -116,6 +137,15 @@ class WriteBatch {
                                   TransactionEffects& effects);
   absl::Status MoveCounters(Transaction& tx);
   absl::Status UpdateCounted(Transaction& tx);
+  // Moves each lent output whose step state is in the counted (or plain)
+  // vector into that step state (`to_steps`), or back into its run.
+  void MoveLentOutputs(bool counted_steps, bool to_steps);
+
+  struct LentOutput {
+    Slot step;
+    Slot run;
+    std::string slug;
+  };
 
   struct PendingMap {
     MapTasks tasks;
@@ -153,6 +183,7 @@ class WriteBatch {
   CountedRuns counted_runs_;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives_;
   std::vector<ChildReport> child_reports_;
+  std::vector<LentOutput> lent_outputs_;
 };
 
 // The body of a task's message, for any pgmq client reading the queue.

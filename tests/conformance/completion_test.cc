@@ -45,6 +45,39 @@ TEST_P(Completion, Finish_AppendsAReport_AndOnlyApplyingItReleasesDependents) {
   EXPECT_EQ(StepOf(view, "b").status, StepStatus::kStarted);
 }
 
+// A completed run's output holds its leaf steps' outputs, and each step
+// keeps its own, whichever leaf ends last: the one that ends with the run is
+// written in the run's transaction, the other was written before.
+TEST_P(Completion, LeafOutputs_AreInTheRunOutputAndStayOnTheirSteps) {
+  Flow flow("two_leaves");
+  flow.Step("single", Echo()).Map("each", Echo());
+  Deploy(flow);
+  for (bool map_last : {true, false}) {
+    SCOPED_TRACE(map_last ? "the map ends last" : "the single step ends last");
+    RunId run = Start(flow, J("[1,2,3]"));
+    std::vector<ClaimedTask> claimed = Claim(flow);
+    ASSERT_EQ(claimed.size(), 4u);
+    std::vector<TaskResult> first, last;
+    for (const ClaimedTask& t : claimed) {
+      const bool in_map = t.step_slug == "each";
+      Json output = in_map ? Json(10 * t.key.task_index) : J(R"({"s":1})");
+      (in_map == map_last ? last : first)
+          .push_back({t.key, t.attempt, std::move(output)});
+    }
+    for (const std::vector<TaskResult>* results : {&first, &last}) {
+      absl::StatusOr<FinishOutcome> outcome = engine().FinishTasks(*results);
+      ASSERT_TRUE(outcome.ok()) << outcome.status();
+      ASSERT_TRUE(engine().ApplyReports(outcome->report_ids).ok());
+    }
+    RunView view = View(run);
+    ASSERT_EQ(view.run.status, RunStatus::kCompleted);
+    ASSERT_TRUE(view.run.output.has_value());
+    EXPECT_EQ(*view.run.output, J(R"({"single":{"s":1},"each":[0,10,20]})"));
+    EXPECT_EQ(StepOf(view, "single").output, J(R"({"s":1})"));
+    EXPECT_EQ(StepOf(view, "each").output, J("[0,10,20]"));
+  }
+}
+
 TEST_P(Completion, ApplyingReportsTwice_ChangesNothingTheSecondTime) {
   Flow flow("idempotent");
   flow.Map("each", Echo()).Step("after", {.depends_on = {"each"}}, Echo());
