@@ -2,12 +2,14 @@
 #ifndef SLUICE_BACKENDS_MEMORY_ROW_ARENA_H_
 #define SLUICE_BACKENDS_MEMORY_ROW_ARENA_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <memory>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "huge_pages.h"
 
 namespace sluice::memory {
 
@@ -20,14 +22,23 @@ namespace sluice::memory {
 // empties and refills (a run deleted, the next one inserted) then reuses
 // memory it has already touched instead of faulting in fresh pages.
 //
+// The first chunk holds kFirstChunkRows rows and each next one twice as many,
+// up to a huge page's worth (huge_pages.h): a small table stays small, and a
+// large one grows in 2 MiB chunks the kernel can map with one page fault each.
+//
 // Not thread-safe.
-template <typename Row, size_t kRowsPerChunk = 256>
+template <typename Row, size_t kFirstChunkRows = 256>
 class RowArena {
  public:
   RowArena() = default;
   RowArena(const RowArena&) = delete;
   RowArena& operator=(const RowArena&) = delete;
-  ~RowArena() { DestroyLiveRows(); }
+  ~RowArena() {
+    DestroyLiveRows();
+    for (const Chunk& chunk : chunks_) {
+      FreeChunk(chunk.slots, chunk.capacity * sizeof(Slot));
+    }
+  }
 
   // Returns the new row; its address never changes while it exists.
   Row& Add(Row&& row) {
@@ -58,13 +69,33 @@ class RowArena {
     Slot* next_free;
   };
 
+  // A chunk's slots; AllocateChunk's memory, whose slots are constructed one
+  // by one as rows are added (a free slot holds only `next_free`).
+  struct Chunk {
+    Slot* slots;
+    size_t capacity;
+  };
+  static_assert(alignof(Slot) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+  static constexpr size_t kLargeChunkRows =
+      std::max(kFirstChunkRows, kHugePageBytes / sizeof(Slot));
+
   Slot* TakeSlot() {
     if (free_ != nullptr) return std::exchange(free_, free_->next_free);
-    if (chunks_.empty() || used_in_last_ == kRowsPerChunk) {
-      chunks_.push_back(std::make_unique<Slot[]>(kRowsPerChunk));
-      used_in_last_ = 0;
+    if (chunks_.empty() || used_in_last_ == chunks_.back().capacity) {
+      AddChunk();
     }
-    return &chunks_.back()[used_in_last_++];
+    return std::construct_at(chunks_.back().slots + used_in_last_++);
+  }
+
+  void AddChunk() {
+    const size_t capacity =
+        chunks_.empty()
+            ? kFirstChunkRows
+            : std::min(chunks_.back().capacity * 2, kLargeChunkRows);
+    chunks_.reserve(chunks_.size() + 1);  // so push_back can't throw and leak
+    void* memory = AllocateChunk(capacity * sizeof(Slot));
+    chunks_.push_back(Chunk{static_cast<Slot*>(memory), capacity});
+    used_in_last_ = 0;
   }
 
   void DestroyLiveRows() {
@@ -75,15 +106,15 @@ class RowArena {
     }
     for (size_t c = 0; c < chunks_.size(); ++c) {
       const size_t used =
-          c + 1 == chunks_.size() ? used_in_last_ : kRowsPerChunk;
+          c + 1 == chunks_.size() ? used_in_last_ : chunks_[c].capacity;
       for (size_t i = 0; i < used; ++i) {
-        Slot& slot = chunks_[c][i];
+        Slot& slot = chunks_[c].slots[i];
         if (!free_slots.contains(&slot)) std::destroy_at(&slot.row);
       }
     }
   }
 
-  std::vector<std::unique_ptr<Slot[]>> chunks_;
+  std::vector<Chunk> chunks_;
   size_t used_in_last_ = 0;  // slots of the last chunk ever handed out
   Slot* free_ = nullptr;     // erased slots, most recent first
   size_t size_ = 0;
