@@ -171,6 +171,42 @@ TEST_P(BackendContractTest, UpdateTasks_AppliesOnlyWhenStatusAndAttemptsMatch) {
   EXPECT_EQ(GetTask(*tx, {RunNo(1), 0, 9}), std::nullopt);
 }
 
+TEST_P(BackendContractTest,
+       UpdateTasks_WithAnExpectedCancelRequest_AppliesOnlyWhenItMatches) {
+  SeedRun();
+  TaskRecord asked = Started(MakeTask(1, 0, 0, 1), At(1), At(60));
+  asked.cancel_requested = true;
+  const TaskRecord running = Started(MakeTask(1, 0, 1, 2), At(1), At(60));
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.InsertTasks(Movable({asked, running})));
+  });
+
+  // A heartbeat's write of a copy read before the request came in.
+  auto extended = [](const TaskRecord& stored) {
+    TaskRecord read = stored;
+    read.cancel_requested = false;
+    read.stall_at = At(120);
+    TaskUpdate u = UpdateOf(stored, read);
+    u.expected_cancel_requested = false;
+    return u;
+  };
+  Committed([&](Transaction& tx) {
+    ASSERT_OK_AND_ASSIGN(
+        std::vector<bool> applied,
+        tx.UpdateTasks(Movable({extended(asked), extended(running)})));
+    EXPECT_THAT(applied, ElementsAre(false, true));
+  });
+  std::unique_ptr<Transaction> tx = Begin();
+  std::optional<TaskRecord> kept = GetTask(*tx, asked.key);
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_TRUE(kept->cancel_requested);
+  EXPECT_EQ(kept->stall_at, asked.stall_at);
+  std::optional<TaskRecord> moved = GetTask(*tx, running.key);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->stall_at, At(120));
+  EXPECT_FALSE(moved->cancel_requested);
+}
+
 TEST_P(BackendContractTest, UpdateTasks_WritesOnlyTheMutableFields) {
   SeedRun();
   const TaskRecord task = MakeTask(1, 0, 0, 1);

@@ -147,7 +147,10 @@ std::vector<bool> TaskTable::Update(std::span<TaskUpdate> updates,
     auto it = by_key_.find(update.task.key);
     if (it == by_key_.end() ||
         it->second->task.status != update.expected_status ||
-        it->second->task.attempts != update.expected_attempts) {
+        it->second->task.attempts != update.expected_attempts ||
+        (update.expected_cancel_requested &&
+         it->second->task.cancel_requested !=
+             *update.expected_cancel_requested)) {
       applied.push_back(false);
       continue;
     }

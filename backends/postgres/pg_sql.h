@@ -444,11 +444,11 @@ inline constexpr char kUpdateTasksInput[] =
     "$2::int[], $3::int[], $4::text[], $5::int[], $6::text[], "
     "$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[], "
     "$11::text[], $12::json[], $13::text[], $14::int[], $15::int[], "
-    "$16::bool[], $17::bigint[]) WITH ORDINALITY AS "
+    "$16::bool[], $17::bigint[], $18::bool[]) WITH ORDINALITY AS "
     "u(run_id, step_index, task_index, status, attempts, error, started_at, "
     "finished_at, stall_at, requeued_count, worker_id, output, "
     "expected_status, expected_attempts, budget_start, cancel_requested, "
-    "message_id, ord) "
+    "message_id, expected_cancel, ord) "
     "CROSS JOIN LATERAL (SELECT "
     "t.ctid AS row_ctid FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
     "t.step_index = u.step_index AND t.task_index = u.task_index "
@@ -461,7 +461,8 @@ inline constexpr char kUpdateTasksSet[] =
     "budget_start = u.budget_start, cancel_requested = u.cancel_requested, "
     "message_id = u.message_id FROM u "
     "WHERE t.ctid = u.row_ctid AND t.status = u.expected_status AND "
-    "t.attempts = u.expected_attempts RETURNING u.ord";
+    "t.attempts = u.expected_attempts AND (u.expected_cancel IS NULL OR "
+    "t.cancel_requested = u.expected_cancel) RETURNING u.ord";
 inline constexpr auto kUpdateTasks = Join(kUpdateTasksInput, kUpdateTasksSet);
 inline constexpr auto kUpdateTasksSkipLocked =
     Join(kUpdateTasksInput, " SKIP LOCKED", kUpdateTasksSet);

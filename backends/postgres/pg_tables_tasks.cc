@@ -169,7 +169,7 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
   for (const UpdateGroup& group : groups) {
     ArrayLiteral ids, steps, indexes, statuses, attempts, errors, started,
         finished, stalls, requeued, workers, outputs, expected_statuses,
-        expected_attempts, budgets, cancels, message_ids;
+        expected_attempts, budgets, cancels, message_ids, expected_cancels;
     for (size_t i : group.positions) {
       const TaskRecord& task = updates[i].task;
       message_ids.Int(task.message_id);
@@ -189,12 +189,20 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
       outputs.OptionalJson(task.output);
       expected_statuses.Text(ToString(updates[i].expected_status));
       expected_attempts.Int(updates[i].expected_attempts);
+      if (const std::optional<bool>& cancel =
+              updates[i].expected_cancel_requested;
+          cancel.has_value()) {
+        expected_cancels.Bool(*cancel);
+      } else {
+        expected_cancels.Null();
+      }
     }
     Params params;
     for (ArrayLiteral* column :
          {&ids, &steps, &indexes, &statuses, &attempts, &errors, &started,
           &finished, &stalls, &requeued, &workers, &outputs, &expected_statuses,
-          &expected_attempts, &budgets, &cancels, &message_ids}) {
+          &expected_attempts, &budgets, &cancels, &message_ids,
+          &expected_cancels}) {
       params.Array(std::move(*column));
     }
     const std::string_view statement = group.skip_if_locked

@@ -284,7 +284,8 @@ inline constexpr std::string_view kUpdateTask =
     "worker_id = ?11, output = ?12, budget_start = ?15, "
     "cancel_requested = ?16, message_id = ?17 WHERE run_seq = ?1 AND "
     "step_index = ?2 "
-    "AND task_index = ?3 AND status = ?13 AND attempts = ?14";
+    "AND task_index = ?3 AND status = ?13 AND attempts = ?14 "
+    "AND (?18 IS NULL OR cancel_requested = ?18)";
 
 // ?1 is the run's seq. The status condition repeats tasks_unfinished's
 // WHERE clause word for word, which is what lets SQLite use that partial

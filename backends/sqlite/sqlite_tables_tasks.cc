@@ -175,6 +175,13 @@ absl::StatusOr<std::vector<bool>> SqliteTables::UpdateTasks(
     update.BindInt(15, task.budget_start);
     update.BindInt(16, task.cancel_requested ? 1 : 0);
     update.BindInt(17, task.message_id);
+    if (const std::optional<bool>& cancel =
+            updates[i].expected_cancel_requested;
+        cancel.has_value()) {
+      update.BindInt(18, *cancel ? 1 : 0);
+    } else {
+      update.BindNull(18);
+    }
     SLUICE_RETURN_IF_ERROR(update.Run());
     applied[i] = update.Changes() == 1;
     update.Reset();

@@ -1,5 +1,5 @@
-// Engine::FinishTasks, Engine::ExtendLeases and Engine::ReleaseTasks: what a
-// worker reports about the tasks it claimed.
+// Engine::FinishTasks: what a worker reports about the tasks it claimed
+// (heartbeats and releases are in leases.cc).
 #include <string>
 #include <vector>
 
@@ -49,8 +49,6 @@ absl::Duration BackoffDelay(const CompiledStep& step, int used) {
   return BackoffDelay(Backoff{step.backoff, step.base_delay}, used);
 }
 
-namespace {
-
 absl::Status ValidateKeys(std::span<const TaskKey> keys,
                           std::string_view what) {
   absl::flat_hash_set<TaskKey> seen;
@@ -69,6 +67,8 @@ absl::Status ValidateKeys(std::span<const TaskKey> keys,
   }
   return absl::OkStatus();
 }
+
+namespace {
 
 // The planned write for one result, and what must follow if it applies.
 struct Plan {
@@ -454,121 +454,6 @@ absl::Status Engine::FinishFanOut(const TaskResult& result, size_t index,
   outcome.dispositions[index] = got.dispositions[0];
   outcome.report_ids.insert(outcome.report_ids.end(), got.report_ids.begin(),
                             got.report_ids.end());
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(
-    std::span<const Lease> leases) {
-  std::vector<TaskKey> keys;
-  keys.reserve(leases.size());
-  for (const Lease& l : leases) keys.push_back(l.key);
-  SLUICE_RETURN_IF_ERROR(ValidateKeys(keys, "ExtendLeases"));
-  std::vector<LeaseState> states(leases.size(), LeaseState::kLost);
-  if (leases.empty()) return states;
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  absl::Time now = impl_->Now();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          tx->GetTasks(keys, Fields::kNoPayloads));
-  std::vector<TaskUpdate> updates;
-  std::vector<size_t> index;
-  std::vector<absl::Time> visible_until;
-  FlowLookup flows(*impl_, *tx);
-  for (size_t i = 0; i < leases.size(); ++i) {
-    if (!tasks[i] || tasks[i]->status != TaskStatus::kStarted ||
-        tasks[i]->attempts != leases[i].attempt) {
-      continue;
-    }
-    TaskRecord& t = *tasks[i];
-    if (t.cancel_requested) {
-      // Owned, but not extended: a handler that ignores the request loses
-      // its lease, and stall recovery then cancels the task.
-      states[i] = LeaseState::kCancelRequested;
-      continue;
-    }
-    SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
-    TaskPolicy policy = EffectivePolicy(flow->step(t.key.step_index), t);
-    LeaseTimes lease = ComputeLease(policy.timeout, now, impl_->options());
-    TaskUpdate u{.task = t,
-                 .expected_status = t.status,
-                 .expected_attempts = t.attempts};
-    u.task.stall_at = lease.stall_at;
-    updates.push_back(std::move(u));
-    index.push_back(i);
-    visible_until.push_back(lease.visible_until);
-  }
-  if (updates.empty()) return states;
-  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
-  absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> visibility;
-  for (size_t u = 0; u < updates.size(); ++u) {
-    if (!applied[u]) continue;
-    states[index[u]] = LeaseState::kOwned;
-    const TaskRecord& t = updates[u].task;
-    visibility[t.queue_name].push_back({t.message_id, visible_until[u]});
-  }
-  for (auto& [queue, v] : visibility) {
-    SLUICE_RETURN_IF_ERROR(tx->SetVisibility(queue, v));
-  }
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
-  return states;
-}
-
-absl::Status Engine::ReleaseTasks(std::span<const Lease> leases) {
-  std::vector<TaskKey> keys;
-  keys.reserve(leases.size());
-  for (const Lease& l : leases) {
-    if (l.attempt < 1) {
-      return absl::InvalidArgumentError(
-          StrCat("ReleaseTasks: attempt ", l.attempt, " is invalid (>= 1)"));
-    }
-    keys.push_back(l.key);
-  }
-  SLUICE_RETURN_IF_ERROR(ValidateKeys(keys, "ReleaseTasks"));
-  if (leases.empty()) return absl::OkStatus();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  absl::Time now = impl_->Now();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          tx->GetTasks(keys, Fields::kNoPayloads));
-  std::vector<TaskUpdate> updates;
-  std::vector<AttemptRecord> entries;
-  for (size_t i = 0; i < leases.size(); ++i) {
-    if (!tasks[i] || tasks[i]->status != TaskStatus::kStarted ||
-        tasks[i]->attempts != leases[i].attempt) {
-      continue;  // stale: the attempt no longer holds the task
-    }
-    TaskRecord& t = *tasks[i];
-    TaskUpdate u{.task = t,
-                 .expected_status = TaskStatus::kStarted,
-                 .expected_attempts = t.attempts};
-    TaskRecord& next = u.task;
-    next.stall_at.reset();
-    if (t.cancel_requested) {
-      next.status = TaskStatus::kCancelled;
-      next.finished_at = now;
-      entries.push_back(EndedAttempt(t, AttemptOutcome::kCancelled, now));
-    } else {
-      // No attempt used: the budget moves up with `attempts`, which still
-      // grows so that this claim's late results stay fenced off.
-      next.status = TaskStatus::kQueued;
-      next.started_at.reset();
-      next.budget_start = t.budget_start + 1;
-      entries.push_back(EndedAttempt(t, AttemptOutcome::kReleased, now));
-    }
-    updates.push_back(std::move(u));
-  }
-  if (updates.empty()) return absl::OkStatus();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied, tx->UpdateTasks(updates));
-  TransactionEffects effects;
-  SLUICE_ASSIGN_OR_RETURN(
-      TakenBack taken,
-      WriteTakenBack(*tx, updates, applied, entries, now, effects));
-  const std::vector<int64_t>& report_ids = taken.report_ids;
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
-  // The push path; the reconcile path catches them if this fails.
-  if (absl::Status s = ApplyReports(report_ids); !s.ok()) {
-    impl_->Log(LogLevel::kWarning,
-               StrCat("release: applying reports failed (", s.ToString(),
-                      "); the sweeper will apply them"));
-  }
   return absl::OkStatus();
 }
 

@@ -4,6 +4,10 @@
 #ifndef SLUICE_ENGINE_LEASE_H_
 #define SLUICE_ENGINE_LEASE_H_
 
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "compiled_flow.h"
 #include "sluice/engine.h"
@@ -40,6 +44,10 @@ inline LeaseTimes ComputeLease(absl::Duration timeout, absl::Time now,
       .stall_at = now + timeout + options.recovery_grace,
   };
 }
+
+// Checks the task keys of a worker call (`what` names it): each valid, none
+// twice.
+absl::Status ValidateKeys(std::span<const TaskKey> keys, std::string_view what);
 
 // The retry delay after `used` attempts of the budget failed: exponential
 // waits floor(delay * 2^used), fixed waits delay; both capped at the longest

@@ -1,6 +1,7 @@
 // Cancelling runs: a request (the default) cancels queued tasks at once and
 // asks started ones to stop; an immediate cancel ends everything now.
 #include "lifecycle_fixture.h"
+#include "sluice/forwarding_backend.h"
 
 namespace sluice::testing {
 namespace {
@@ -200,6 +201,78 @@ TEST_P(LifecycleCancel, ExtendLeases_SaysPerLeaseOwnedLostOrCancelRequested) {
               ElementsAre(LeaseState::kOwned, LeaseState::kCancelRequested,
                           LeaseState::kLost));
   EXPECT_THAT(Extend({stale}), ElementsAre(LeaseState::kLost));
+}
+
+// Sets a task's cancel request inside the next transaction that updates
+// tasks, just before its update: what a CancelRun committed between a
+// heartbeat's read and its write does to the stored task. (Memory and SQLite
+// transactions run one at a time, so only this way can they see it.)
+class CancelBeforeUpdateBackend : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  std::optional<TaskKey> armed;
+
+ protected:
+  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
+    class CancelFirst : public ForwardingTransaction {
+     public:
+      CancelFirst(std::unique_ptr<Transaction> t, std::optional<TaskKey>* armed)
+          : ForwardingTransaction(std::move(t)), armed_(armed) {}
+      absl::StatusOr<std::vector<bool>> UpdateTasks(
+          std::span<TaskUpdate> updates) override {
+        if (std::optional<TaskKey> key = std::exchange(*armed_, std::nullopt)) {
+          SLUICE_RETURN_IF_ERROR(Request(*key));
+        }
+        return ForwardingTransaction::UpdateTasks(updates);
+      }
+
+     private:
+      absl::Status Request(const TaskKey& key) {
+        SLUICE_ASSIGN_OR_RETURN(
+            std::vector<std::optional<TaskRecord>> stored,
+            ForwardingTransaction::GetTasks({&key, 1}, Fields::kAll));
+        TaskUpdate asked{.task = *stored[0],
+                         .expected_status = stored[0]->status,
+                         .expected_attempts = stored[0]->attempts};
+        asked.task.cancel_requested = true;
+        return ForwardingTransaction::UpdateTasks({&asked, 1}).status();
+      }
+      std::optional<TaskKey>* armed_;
+    };
+    return std::make_unique<CancelFirst>(std::move(tx), &armed);
+  }
+};
+
+TEST_P(LifecycleCancel, ExtendLeases_KeepsACancelRequestThatLandsAfterItsRead) {
+  CancelBeforeUpdateBackend racing(backend());
+  UseEngine(racing, DefaultOptions());
+  Flow flow = OneStep("cancel_race");
+  Deploy(flow);
+  RunId run = Start(flow, J("1"));
+  ClaimedTask task = One(flow);
+  const absl::Time stall_at = *TaskOf(run, "work").stall_at;
+  clock().Advance(absl::Seconds(1));
+  racing.armed = task.key;
+  EXPECT_THAT(Extend({task}), ElementsAre(LeaseState::kCancelRequested));
+  TaskRecord stored = TaskOf(run, "work");
+  EXPECT_TRUE(stored.cancel_requested);
+  EXPECT_EQ(stored.status, TaskStatus::kStarted);
+  EXPECT_EQ(stored.stall_at, stall_at);  // not extended
+}
+
+TEST_P(LifecycleCancel, Release_CancelsATaskWhoseRequestLandsAfterItsRead) {
+  CancelBeforeUpdateBackend racing(backend());
+  UseEngine(racing, DefaultOptions());
+  Flow flow = OneStep("release_race");
+  Deploy(flow);
+  RunId run = Start(flow, J("1"));
+  ClaimedTask task = One(flow);
+  racing.armed = task.key;
+  Release({task});
+  TaskRecord stored = TaskOf(run, "work");
+  EXPECT_EQ(stored.status, TaskStatus::kCancelled);
+  EXPECT_THAT(Ledger(run), ElementsAre("cancelled@1"));
+  EXPECT_TRUE(Claim(flow).empty());
 }
 
 TEST_P(LifecycleCancel, EndedOrUnknownRun_IsRefused) {

@@ -63,7 +63,8 @@ enum class LockMode { kNone, kForUpdate, kSkipLocked };
 enum class Fields { kAll, kNoPayloads };
 
 // A conditional task write: applied only if the stored task still has
-// `expected_status` and `expected_attempts` (compare-and-set). It writes the
+// `expected_status` and `expected_attempts`, and `expected_cancel_requested`
+// when set (compare-and-set). It writes the
 // mutable fields: status, attempts, output, error, started_at, finished_at,
 // stall_at, requeued_count, worker_id, budget_start, cancel_requested and
 // message_id (so a task read with kNoPayloads and written back loses its
@@ -79,6 +80,10 @@ struct TaskUpdate {
   // holds message locks and must never wait on a task lock (see the lock
   // order in docs/decisions/0011-postgres-backend.md).
   bool skip_if_locked = false;
+  // When set, the stored task's cancel_requested must equal it too (interface
+  // v8). A heartbeat sets it: it writes back the flag it read without a lock,
+  // and must not clear a cancel request that arrived in between.
+  std::optional<bool> expected_cancel_requested;
 };
 
 // Names one step of one run.
@@ -536,7 +541,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 7;
+  static constexpr int kInterfaceVersion = 8;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }
