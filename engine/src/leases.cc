@@ -15,6 +15,12 @@
 namespace sluice {
 namespace {
 
+// Whether the lease's attempt still holds `task`, as read for it.
+bool Holds(const Lease& lease, const std::optional<TaskRecord>& task) {
+  return task && task->status == TaskStatus::kStarted &&
+         task->attempts == lease.attempt;
+}
+
 // Leases whose extension did not apply (states[] still kLost). A cancel
 // request that landed after ExtendLeases read its tasks fails the write
 // (the write waited for it); re-read those tasks so the heartbeat reports
@@ -34,10 +40,8 @@ absl::Status NoteCancelRequests(Transaction& tx, std::span<const Lease> leases,
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
                           tx.GetTasks(keys, Fields::kNoPayloads));
   for (size_t k = 0; k < keys.size(); ++k) {
-    const std::optional<TaskRecord>& t = tasks[k];
     const size_t lease = lease_of_key[k];
-    if (t && t->status == TaskStatus::kStarted &&
-        t->attempts == leases[lease].attempt && t->cancel_requested) {
+    if (Holds(leases[lease], tasks[k]) && tasks[k]->cancel_requested) {
       states[lease] = LeaseState::kCancelRequested;
     }
   }
@@ -62,10 +66,7 @@ absl::Status PlanReleases(Transaction& tx, std::span<const Lease> leases,
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
                           tx.GetTasks(keys, Fields::kNoPayloads));
   for (size_t i = 0; i < leases.size(); ++i) {
-    if (!tasks[i] || tasks[i]->status != TaskStatus::kStarted ||
-        tasks[i]->attempts != leases[i].attempt) {
-      continue;  // stale: the attempt no longer holds the task
-    }
+    if (!Holds(leases[i], tasks[i])) continue;  // stale
     TaskRecord& t = *tasks[i];
     TaskUpdate u{.task = t,
                  .expected_status = TaskStatus::kStarted,
@@ -110,10 +111,7 @@ absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(
   std::vector<absl::Time> visible_until;
   FlowLookup flows(*impl_, *tx);
   for (size_t i = 0; i < leases.size(); ++i) {
-    if (!tasks[i] || tasks[i]->status != TaskStatus::kStarted ||
-        tasks[i]->attempts != leases[i].attempt) {
-      continue;
-    }
+    if (!Holds(leases[i], tasks[i])) continue;
     TaskRecord& t = *tasks[i];
     if (t.cancel_requested) {
       // Owned, but not extended: a handler that ignores the request loses
@@ -191,12 +189,10 @@ absl::Status Engine::ReleaseTasks(std::span<const Lease> leases) {
       applied.push_back(applied_again[u]);
     }
   }
-  std::vector<TaskUpdate>& updates = releases.updates;
-  std::vector<AttemptRecord>& entries = releases.entries;
   TransactionEffects effects;
-  SLUICE_ASSIGN_OR_RETURN(
-      TakenBack taken,
-      WriteTakenBack(*tx, updates, applied, entries, now, effects));
+  SLUICE_ASSIGN_OR_RETURN(TakenBack taken,
+                          WriteTakenBack(*tx, releases.updates, applied,
+                                         releases.entries, now, effects));
   const std::vector<int64_t>& report_ids = taken.report_ids;
   SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
   // The push path; the reconcile path catches them if this fails.
