@@ -92,7 +92,10 @@ class RowArena {
         chunks_.empty()
             ? kFirstChunkRows
             : std::min(chunks_.back().capacity * 2, kLargeChunkRows);
-    chunks_.reserve(chunks_.size() + 1);  // so push_back can't throw and leak
+    // Room first, so the push_back below can't throw and leak the chunk.
+    if (chunks_.size() == chunks_.capacity()) {
+      chunks_.reserve(std::max<size_t>(8, 2 * chunks_.size()));
+    }
     void* memory = AllocateChunk(capacity * sizeof(Slot));
     chunks_.push_back(Chunk{static_cast<Slot*>(memory), capacity});
     used_in_last_ = 0;
