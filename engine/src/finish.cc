@@ -238,6 +238,94 @@ absl::Status CompletionWriteFailed(const absl::Status& status) {
   return failed;
 }
 
+// The write and plan for a result whose task `t` (as read) still runs the
+// result's attempt.
+struct Planned {
+  TaskUpdate update;
+  Plan plan;
+};
+
+absl::StatusOr<Planned> PlanResult(FlowLookup& flows,
+                                   const EngineOptions& options,
+                                   const TaskResult& result, size_t index,
+                                   TaskRecord t, absl::Time now) {
+  SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
+  const CompiledStep& step = flow->step(t.key.step_index);
+  TaskPolicy policy = EffectivePolicy(step, t);
+  Plan plan{.result = index, .step = &step};
+  plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
+  TaskUpdate u{.task = std::move(t),
+               .expected_status = TaskStatus::kStarted,
+               .expected_attempts = result.attempt};
+  TaskRecord& next = u.task;
+  next.stall_at.reset();
+  absl::Status failure = result.outcome.status();
+  if (result.outcome.ok()) {
+    // A FanOut without children completes at once with no results.
+    static const Json* const kNoResults = new Json(boost::json::array());
+    const Json& output =
+        result.outcome->is_fan_out() ? *kNoResults : result.outcome->output();
+    failure =
+        PlanOutput(output, step, options.max_payload_bytes, next, plan, now);
+  }
+  if (!failure.ok()) PlanFailure(failure, policy, next, plan, now);
+  // The read took no lock. A retry read no cancel request; one that lands
+  // before this write must fail it (decision 0055) and be planned again.
+  // Completion and final failure end the task whichever way.
+  if (plan.disposition == ResultDisposition::kRetrying) {
+    u.expected_cancel_requested = false;
+  }
+  return Planned{std::move(u), std::move(plan)};
+}
+
+// Plans the retries whose write failed once more, from a fresh read in the
+// same transaction, and writes them: a cancel request that landed after
+// the first read now cancels them. Appends to updates, plans and applied.
+absl::Status ReplanRacedRetries(Transaction& tx, FlowLookup& flows,
+                                const EngineOptions& options,
+                                std::span<const TaskResult> results,
+                                absl::Time now,
+                                std::vector<TaskUpdate>& updates,
+                                std::vector<Plan>& plans,
+                                std::vector<bool>& applied) {
+  std::vector<size_t> raced;
+  std::vector<TaskKey> keys;
+  for (size_t u = 0; u < applied.size(); ++u) {
+    if (applied[u] || plans[u].disposition != ResultDisposition::kRetrying) {
+      continue;
+    }
+    raced.push_back(plans[u].result);
+    keys.push_back(updates[u].task.key);
+  }
+  if (raced.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
+                          tx.GetTasks(keys, Fields::kNoPayloads));
+  std::vector<TaskUpdate> again;
+  std::vector<Plan> again_plans;
+  for (size_t k = 0; k < raced.size(); ++k) {
+    const TaskResult& result = results[raced[k]];
+    std::optional<TaskRecord>& t = tasks[k];
+    if (!t || t->status != TaskStatus::kStarted ||
+        t->attempts != result.attempt) {
+      continue;  // ended or taken by another transaction: stale
+    }
+    SLUICE_ASSIGN_OR_RETURN(
+        Planned p,
+        PlanResult(flows, options, result, raced[k], *std::move(t), now));
+    again.push_back(std::move(p.update));
+    again_plans.push_back(std::move(p.plan));
+  }
+  if (again.empty()) return absl::OkStatus();
+  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied_again,
+                          tx.UpdateTasks(again));
+  for (size_t u = 0; u < again.size(); ++u) {
+    updates.push_back(std::move(again[u]));
+    plans.push_back(std::move(again_plans[u]));
+    applied.push_back(applied_again[u]);
+  }
+  return absl::OkStatus();
+}
+
 // FinishTasks in one transaction. A failed completion write fails it with
 // `failed` set; the caller retries without that write.
 // With `here` set, completions apply in the same transaction where they
@@ -285,28 +373,10 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       }
       continue;
     }
-    SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
-    const CompiledStep& step = flow->step(t.key.step_index);
-    TaskPolicy policy = EffectivePolicy(step, t);
-    Plan plan{.result = i, .step = &step};
-    plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
-    TaskUpdate u{.task = std::move(t),
-                 .expected_status = TaskStatus::kStarted,
-                 .expected_attempts = result.attempt};
-    TaskRecord& next = u.task;
-    next.stall_at.reset();
-    absl::Status failure = result.outcome.status();
-    if (result.outcome.ok()) {
-      // A FanOut without children completes at once with no results.
-      static const Json* const kNoResults = new Json(boost::json::array());
-      const Json& output =
-          result.outcome->is_fan_out() ? *kNoResults : result.outcome->output();
-      failure =
-          PlanOutput(output, step, options.max_payload_bytes, next, plan, now);
-    }
-    if (!failure.ok()) PlanFailure(failure, policy, next, plan, now);
-    updates.push_back(std::move(u));
-    plans.push_back(std::move(plan));
+    SLUICE_ASSIGN_OR_RETURN(
+        Planned p, PlanResult(flows, options, result, i, std::move(t), now));
+    updates.push_back(std::move(p.update));
+    plans.push_back(std::move(p.plan));
   }
 
   std::vector<OutboxReport> reports;
@@ -321,6 +391,8 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   if (!updates.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx->UpdateTasks(updates));
+    SLUICE_RETURN_IF_ERROR(ReplanRacedRetries(*tx, flows, options, results, now,
+                                              updates, plans, applied));
     SLUICE_RETURN_IF_ERROR(
         RunCompletionWrites(*tx, results, plans, applied, failed));
     for (size_t u = 0; u < updates.size(); ++u) {

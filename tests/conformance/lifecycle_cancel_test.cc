@@ -275,6 +275,21 @@ TEST_P(LifecycleCancel, Release_CancelsATaskWhoseRequestLandsAfterItsRead) {
   EXPECT_TRUE(Claim(flow).empty());
 }
 
+TEST_P(LifecycleCancel, Finish_CancelsARetryWhoseRequestLandsAfterItsRead) {
+  CancelBeforeUpdateBackend racing(backend());
+  UseEngine(racing, DefaultOptions());
+  Flow flow = OneStep("finish_race");
+  Deploy(flow);
+  RunId run = Start(flow, J("1"));
+  ClaimedTask task = One(flow);
+  racing.armed = task.key;
+  FinishOutcome got = Fail(task, absl::UnavailableError("flaky"));
+  EXPECT_THAT(got.dispositions, ElementsAre(ResultDisposition::kCancelled));
+  EXPECT_EQ(TaskOf(run, "work").status, TaskStatus::kCancelled);
+  EXPECT_THAT(Ledger(run), ElementsAre("cancelled@1"));
+  EXPECT_TRUE(Claim(flow).empty());
+}
+
 TEST_P(LifecycleCancel, EndedOrUnknownRun_IsRefused) {
   Flow flow = OneStep("cancel_refused");
   Deploy(flow);
