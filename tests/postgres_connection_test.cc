@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "pg_connect.h"
 #include "pg_connection.h"
+#include "pg_sql.h"
 #include "sluice/backends.h"
 #include "sluice/internal/strings.h"
 #include "sluice/postgres.h"
@@ -238,6 +239,56 @@ TEST_F(PostgresConnectionSettingsTest, StatementTimeout_UrlOptionsWin) {
   EXPECT_EQ(Show(With("options=-c%20statement_timeout%3D7s"),
                  "statement_timeout", options),
             "7s");
+}
+
+// The plan mode a statement runs in: the session's settings as that
+// statement sees them, marked (sql::kGenericPlan) or not.
+std::string ModeSeen(Connection& connection, bool marked) {
+  const std::string sql =
+      StrCat(marked ? postgres_internal::sql::kGenericPlan : "",
+             "SELECT current_setting('plan_cache_mode') || ' ' || "
+             "current_setting('enable_seqscan')");
+  absl::StatusOr<postgres_internal::Result> seen =
+      connection.Query(sql, {}, {"ModeSeen", {}});
+  EXPECT_TRUE(seen.ok()) << seen.status();
+  if (!seen.ok() || seen->rows() != 1) return "";
+  return PQgetvalue(seen->get(), 0, 0);
+}
+
+TEST_F(PostgresConnectionSettingsTest,
+       GenericPlanStatements_SwitchTheSession_AlsoAfterARollbackOrAFailure) {
+  absl::StatusOr<std::unique_ptr<Connection>> opened =
+      Connection::Open(PostgresTestUrl(), {});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Connection& connection = **opened;
+  const std::string custom = "force_custom_plan on";
+  const std::string generic = "force_generic_plan off";
+  EXPECT_EQ(ModeSeen(connection, false), custom);
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  EXPECT_EQ(ModeSeen(connection, false), custom);
+
+  // A rollback undoes the switch made in its transaction.
+  ASSERT_TRUE(connection.QueryControl("BEGIN", {"Begin", {}}).ok());
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  connection.Rollback();
+  EXPECT_EQ(ModeSeen(connection, false), custom);
+  ASSERT_TRUE(connection.QueryControl("BEGIN", {"Begin", {}}).ok());
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  connection.Rollback();
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+
+  // So does a failed statement, and the switch queued behind it is skipped.
+  connection.Send("SELECT 1 / 0", {}, {"Fail", {}});
+  EXPECT_FALSE(connection.Drain().ok());
+  EXPECT_EQ(ModeSeen(connection, false), custom);
+  connection.Send("SELECT 1 / 0", {}, {"Fail", {}});
+  EXPECT_FALSE(
+      connection
+          .Query(StrCat(postgres_internal::sql::kGenericPlan, "SELECT 1"), {},
+                 {"Skipped", {}})
+          .ok());
+  EXPECT_EQ(ModeSeen(connection, true), generic);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "pg_session.h"
+#include "pg_sql.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
@@ -96,6 +97,7 @@ bool Connection::CheckAlive() {
 }
 
 void Connection::Fail(absl::Status status) {
+  plan_mode_ = PlanMode::kUnknown;
   if (failure_.ok()) failure_ = std::move(status);
 }
 
@@ -118,6 +120,23 @@ const std::string& Connection::PreparedName(std::string_view sql,
   return it->second;
 }
 
+void Connection::UsePlanModeFor(std::string_view sql,
+                                const StatementContext& context) {
+  const bool generic = sql::WantsGenericPlan(sql);
+  const PlanMode wanted = generic ? PlanMode::kGeneric : PlanMode::kCustom;
+  if (plan_mode_ == wanted) return;
+  plan_mode_ = wanted;
+  const std::string& name =
+      PreparedName(generic ? sql::kGenericPlans : sql::kCustomPlans, context);
+  if (broken_) return;
+  if (PQsendQueryPrepared(handle(), name.c_str(), 0, nullptr, nullptr, nullptr,
+                          0) != 1) {
+    MarkBroken(context.operation);
+    return;
+  }
+  pending_.push_back({Kind::kStatement, context, {}});
+}
+
 void Connection::Send(std::string_view sql, const Params& params,
                       StatementContext context) {
   if (broken_) return;
@@ -133,6 +152,8 @@ void Connection::Send(std::string_view sql, const Params& params,
     pending_.push_back({Kind::kStatement, std::move(context), {}});
     return;
   }
+  UsePlanModeFor(sql, context);
+  if (broken_) return;
   const std::string& name = PreparedName(sql, context);
   if (broken_) return;
   if (PQsendQueryPrepared(handle(), name.c_str(), params.size(),
@@ -231,6 +252,7 @@ void Connection::RollbackToSavepoint(std::string_view savepoint) {
 
 void Connection::EndTransactionWith(
     std::initializer_list<std::string_view> statements) {
+  plan_mode_ = PlanMode::kUnknown;  // a rollback undoes a switch in it
   if (!pending_.empty()) Sync();
   for (std::string_view sql : statements) {
     SendControl(sql, {"Rollback", {}});

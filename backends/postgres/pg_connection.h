@@ -16,7 +16,10 @@
 //
 // Every statement but transaction control is prepared, on first use on this
 // connection, under a generated name; the PREPARE travels in the same
-// pipeline as its first execution.
+// pipeline as its first execution. A statement marked for a generic plan
+// (sql::kGenericPlan) runs with the session switched to generic plans and
+// sequential scans off, the rest with custom plans; the switch is one more
+// queued statement, sent only when the mode changes.
 //
 // A connection that lost its server is broken() for good: the pool
 // discards it. Not thread-safe: one transaction uses it at a time.
@@ -164,6 +167,9 @@ class Connection {
   // With `keep` false, a result is dropped whatever its destination.
   absl::Status ReadOne(const Pending& pending, bool keep = true);
   void MarkBroken(std::string_view operation);
+  // Queues the switch to the plan mode `sql` asks for, if the session is
+  // not known to be in it.
+  void UsePlanModeFor(std::string_view sql, const StatementContext& context);
   void Fail(absl::Status status);
   // Sends `statements` (transaction control) after a sync point and waits
   // for them; a connection where one fails is broken().
@@ -171,7 +177,11 @@ class Connection {
 
   ConnectionHandle connection_;
   bool broken_ = false;
-  bool prepare_ = true;   // false on a borrowed connection
+  bool prepare_ = true;  // false on a borrowed connection
+  // The session's plan mode. kUnknown after a failure or a rollback, which
+  // may have undone a switch queued before it.
+  enum class PlanMode { kUnknown, kCustom, kGeneric };
+  PlanMode plan_mode_ = PlanMode::kCustom;
   absl::Status failure_;  // the first failure not yet reported
   std::deque<Pending> pending_;
   absl::flat_hash_map<std::string, std::string> prepared_;  // sql -> name

@@ -62,7 +62,7 @@ QueueSql::QueueSql(std::string_view queue) {
   // The bodies come as text[] and are cast one by one: parsing a jsonb[]
   // literal took twice as long in the server (100,000 bodies: 1.9 s
   // against 0.9 s; docs/decisions/0047).
-  send = Send(live, 1);
+  send = StrCat(sql::kGenericPlan, Send(live, 1));
   // The messages are inserted in send order, so the queue's identity hands
   // out increasing ids in it: numbering them by id pairs each with its
   // task.
@@ -70,8 +70,7 @@ QueueSql::QueueSql(std::string_view queue) {
       sql::kRunsMustExist, ", sent AS (", Send(live, 21),
       "), ids AS (SELECT msg_id, row_number() OVER (ORDER BY msg_id) AS ord "
       "FROM sent) ",
-      sql::kInsertTasksHead, "ids.msg_id",
-      sql::kInsertTasksTail,
+      sql::kInsertTasksHead, "ids.msg_id", sql::kInsertTasksTail,
       " JOIN ids ON ids.ord = i.ord CROSS JOIN runs_exist ORDER BY i.ord");
   // The subquery walks the claim index from the top and skips rows other
   // transactions hold, like pgmq.read. `= ANY(ARRAY(...))` makes the ids it
@@ -105,7 +104,7 @@ QueueSql::QueueSql(std::string_view queue) {
   // to_tail takes a new sequence number; otherwise the message keeps its
   // place.
   set_visibility = StrCat(
-      "UPDATE ", live,
+      sql::kGenericPlan, "UPDATE ", live,
       " AS q SET vt = u.vt, headers = CASE WHEN u.to_tail THEN "
       "coalesce(q.headers, '{}'::jsonb) || jsonb_build_object('sluice_seq', "
       "nextval('sluice.message_seq')) ELSE q.headers END "
@@ -115,7 +114,7 @@ QueueSql::QueueSql(std::string_view queue) {
   next_visible = StrCat("SELECT vt FROM ", live,
                         " WHERE vt > $1::timestamptz ORDER BY vt LIMIT 1");
   archive = StrCat(
-      "WITH moved AS (DELETE FROM ", live,
+      sql::kGenericPlan, "WITH moved AS (DELETE FROM ", live,
       " WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, read_ct, "
       "enqueued_at, vt, message, headers) INSERT INTO ",
       archived,

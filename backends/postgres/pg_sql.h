@@ -45,6 +45,27 @@ struct ByFields {
   }
 };
 
+// Statements that begin with kGenericPlan run on a generic plan, made once
+// per connection and kept; the rest are planned for each execution's
+// parameters (pg_connection.h switches the session between the two). A
+// marked statement reaches every row by key: a lateral primary-key lookup
+// per element, `key = ANY($n)`, or a TID, and runs with enable_seqscan off,
+// so even a plan made while the tables looked empty keeps using the
+// indexes as they grow (postgres_backend_test checks such plans). Planning
+// the hot statements for every execution cost as much server time as
+// running them (docs/decisions/0056).
+inline constexpr char kGenericPlan[] = "/* generic plan */ ";
+constexpr bool WantsGenericPlan(std::string_view sql) {
+  return sql.starts_with(kGenericPlan);
+}
+// The session settings of the two modes.
+inline constexpr std::string_view kGenericPlans =
+    "SELECT set_config('plan_cache_mode', 'force_generic_plan', false), "
+    "set_config('enable_seqscan', 'off', false)";
+inline constexpr std::string_view kCustomPlans =
+    "SELECT set_config('plan_cache_mode', 'force_custom_plan', false), "
+    "set_config('enable_seqscan', 'on', false)";
+
 // --- Column lists (aliases: r runs, s step_states, t tasks, o outbox) ---
 
 inline constexpr char kRunState[] =
@@ -104,8 +125,8 @@ inline constexpr std::string_view kCountRuns =
 inline constexpr std::string_view kLockAlias =
     "SELECT pg_advisory_xact_lock(1937, hashtext($1))";
 inline constexpr char kAlias[] = "alias, active_slug, updated_at";
-inline constexpr auto kGetAlias =
-    Join("SELECT ", kAlias, " FROM sluice.aliases WHERE alias = $1");
+inline constexpr auto kGetAlias = Join(kGenericPlan, "SELECT ", kAlias,
+                                       " FROM sluice.aliases WHERE alias = $1");
 inline constexpr auto kPutAlias =
     Join("INSERT INTO sluice.aliases (", kAlias,
          ") VALUES ($1, $2, $3::timestamptz) ON CONFLICT (alias) DO UPDATE "
@@ -138,7 +159,8 @@ inline constexpr std::string_view kCreatePhysicalQueue =
 inline constexpr std::string_view kDeleteQueue =
     "WITH gone AS (DELETE FROM sluice.queues WHERE name = $1 RETURNING name) "
     "SELECT sluice.drop_queue(name) FROM gone";
-inline constexpr std::string_view kNotifyQueue = "SELECT pg_notify($1, '')";
+inline constexpr auto kNotifyQueue =
+    Join(kGenericPlan, "SELECT pg_notify($1, '')");
 inline constexpr auto kUpsertWorker =
     Join("INSERT INTO sluice.workers (", kWorker,
          ") VALUES ($1, $2, $3, $4::timestamptz, $5::timestamptz, "
@@ -161,7 +183,8 @@ inline constexpr std::string_view kDeleteInactiveWorkers =
 
 // --- Runs ---
 
-inline constexpr std::string_view kInsertRuns =
+inline constexpr auto kInsertRuns = Join(
+    kGenericPlan,
     "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
     "error, started_at, finished_at, input, output, priority, external_key, "
     "metadata, options, cancel_requested) "
@@ -173,18 +196,20 @@ inline constexpr std::string_view kInsertRuns =
     "$10::int[], $11::text[], $12::json[], $13::json[], $14::bool[]) WITH "
     "ORDINALITY AS i(run_id, flow_slug, status, remaining_steps, error, "
     "started_at, finished_at, input, output, priority, external_key, "
-    "metadata, options, cancel_requested, ord) ORDER BY i.ord";
+    "metadata, options, cancel_requested, ord) ORDER BY i.ord");
 
 // $1: run ids. Locking reads lock in the order given (LockRows sits above
-// the sort).
+// the sort). `= ANY($1)` keeps the runs an index condition whichever join
+// the plan picks.
 inline constexpr char kRunsById[] =
     " FROM unnest($1::uuid[]) WITH ORDINALITY AS u(run_id, ord) "
-    "JOIN sluice.runs AS r ON r.run_id = u.run_id ORDER BY u.ord";
+    "JOIN sluice.runs AS r ON r.run_id = u.run_id "
+    "WHERE r.run_id = ANY($1::uuid[]) ORDER BY u.ord";
 inline constexpr char kForUpdate[] = " FOR NO KEY UPDATE OF r";
 inline constexpr auto kGetRunsAll =
-    Join("SELECT u.ord, ", kRunAll.text, kRunsById);
+    Join(kGenericPlan, "SELECT u.ord, ", kRunAll.text, kRunsById);
 inline constexpr auto kGetRunsState =
-    Join("SELECT u.ord, ", kRunState, kRunsById);
+    Join(kGenericPlan, "SELECT u.ord, ", kRunState, kRunsById);
 inline constexpr auto kLockRunsAll = Join(kGetRunsAll.text, kForUpdate);
 inline constexpr auto kLockRunsState = Join(kGetRunsState.text, kForUpdate);
 inline constexpr char kSkipLocked[] = " SKIP LOCKED";
@@ -196,7 +221,8 @@ inline constexpr ByFields kLockRuns{kLockRunsAll, kLockRunsState};
 inline constexpr ByFields kTryLockRuns{kTryLockRunsAll, kTryLockRunsState};
 
 // One row per run (the last write of a batch wins; the caller dedupes).
-inline constexpr std::string_view kUpdateRuns =
+inline constexpr auto kUpdateRuns = Join(
+    kGenericPlan,
     "WITH i AS (SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], "
     "$4::timestamptz[], $5::json[], $6::bool[]) AS i(run_id, status, error, "
     "finished_at, output, cancel_requested)), updated AS (UPDATE sluice.runs "
@@ -206,17 +232,19 @@ inline constexpr std::string_view kUpdateRuns =
     "WHERE r.run_id = i.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING r.run_id) "
     "SELECT sluice.require_found('run', (SELECT min(i.run_id::text) FROM i "
-    "WHERE i.run_id NOT IN (SELECT run_id FROM updated)))";
+    "WHERE i.run_id NOT IN (SELECT run_id FROM updated)))");
 // One row per run, deltas summed. Rows: (slot, new value).
-inline constexpr std::string_view kAddRunRemainingSteps =
+inline constexpr auto kAddRunRemainingSteps = Join(
+    kGenericPlan,
     "UPDATE sluice.runs AS r SET remaining_steps = r.remaining_steps + "
     "d.delta FROM unnest($1::uuid[], $2::int[]) WITH ORDINALITY AS d(run_id, "
     "delta, slot) WHERE r.run_id = d.run_id AND r.run_id = ANY($1::uuid[]) "
     "RETURNING d.slot, "
-    "r.remaining_steps";
+    "r.remaining_steps");
 // UpdateRuns and AddRunRemainingSteps as one row write, one row per run
 // (the caller sums deltas). Rows: (slot, new remaining_steps).
-inline constexpr std::string_view kUpdateRunsAndCounters =
+inline constexpr auto kUpdateRunsAndCounters = Join(
+    kGenericPlan,
     "UPDATE sluice.runs AS r SET status = i.status, error = i.error, "
     "finished_at = i.finished_at, output = i.output, cancel_requested = "
     "i.cancel_requested, remaining_steps = r.remaining_steps + i.delta "
@@ -224,7 +252,7 @@ inline constexpr std::string_view kUpdateRunsAndCounters =
     "$5::json[], $6::bool[], $7::int[]) WITH ORDINALITY AS i(run_id, status, "
     "error, finished_at, output, cancel_requested, delta, slot) "
     "WHERE r.run_id = i.run_id AND r.run_id = ANY($1::uuid[]) "
-    "RETURNING i.slot, r.remaining_steps";
+    "RETURNING i.slot, r.remaining_steps");
 
 // The ListRuns statement for `query`'s shape (which filters it has, its
 // order) and `fields`, built once per shape: a plan made for one shape,
@@ -285,7 +313,9 @@ inline constexpr std::string_view kDeleteRuns =
 // 0009). The insert's FROM cross-joins runs_exist so it runs first. Each
 // run is one primary-key lookup (LIMIT 1 keeps the lateral from being
 // flattened): NOT EXISTS became an anti-join, planned from the statistics
-// as a scan of every run.
+// as a scan of every run. Not a generic plan: one made on an empty table
+// walked runs_by_status_start whole for each run, as cheap as the key
+// while there were no rows, so these inserts are planned per execution.
 inline constexpr char kRunsMustExist[] =
     "WITH runs_exist AS MATERIALIZED (SELECT sluice.require_found('run', "
     "(SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS d(run_id) "
@@ -316,9 +346,9 @@ inline constexpr char kStepsOfRuns[] =
     "WHERE s.run_id = u.run_id ORDER BY s.step_index) AS s "
     "ORDER BY u.ord, s.step_index";
 inline constexpr auto kGetStepStatesAll =
-    Join("SELECT u.ord, ", kStepAll.text, kStepsOfRuns);
+    Join(kGenericPlan, "SELECT u.ord, ", kStepAll.text, kStepsOfRuns);
 inline constexpr auto kGetStepStatesState =
-    Join("SELECT u.ord, ", kStepState, kStepsOfRuns);
+    Join(kGenericPlan, "SELECT u.ord, ", kStepState, kStepsOfRuns);
 inline constexpr ByFields kGetStepStates{kGetStepStatesAll,
                                          kGetStepStatesState};
 // Follows the unnest `i` of an update of step states: each element's row
@@ -335,6 +365,7 @@ inline constexpr char kStepStateTid[] =
     "AS l ON true";
 // One row per step (the caller dedupes, the last write winning).
 inline constexpr auto kUpdateStepStates = Join(
+    kGenericPlan,
     "WITH i AS (SELECT i.*, l.row_ctid FROM unnest($1::uuid[], $2::int[], "
     "$3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], "
     "$8::timestamptz[], $9::json[]) AS i(run_id, step_index, status, "
@@ -351,6 +382,7 @@ inline constexpr auto kUpdateStepStates = Join(
 // One row per step, deltas summed. Rows: (slot, remaining_tasks,
 // remaining_deps). An unset remaining_tasks counts from 0 (backend.h).
 inline constexpr auto kAddStepCounters = Join(
+    kGenericPlan,
     "UPDATE sluice.step_states AS s SET remaining_tasks = "
     "coalesce(s.remaining_tasks, 0) + i.tasks, remaining_deps = "
     "s.remaining_deps + i.deps FROM (SELECT i.*, l.row_ctid FROM "
@@ -362,6 +394,7 @@ inline constexpr auto kAddStepCounters = Join(
 // UpdateStepStates and AddStepCounters as one row write, one row per step
 // (the caller sums deltas). Rows: (slot, remaining_tasks, remaining_deps).
 inline constexpr auto kUpdateStepStatesAndCounters = Join(
+    kGenericPlan,
     "UPDATE sluice.step_states AS s SET status = i.status, "
     "initial_tasks = i.initial_tasks, error = i.error, "
     "skip_reason = i.skip_reason, started_at = i.started_at, "
@@ -413,9 +446,9 @@ inline constexpr char kTasksByKey[] =
     "t.step_index = u.step_index AND t.task_index = u.task_index LIMIT 1) "
     "AS t";
 inline constexpr auto kGetTasksAll =
-    Join("SELECT u.ord, ", kTaskAll.text, kTasksByKey);
+    Join(kGenericPlan, "SELECT u.ord, ", kTaskAll.text, kTasksByKey);
 inline constexpr auto kGetTasksState =
-    Join("SELECT u.ord, ", kTaskState, kTasksByKey);
+    Join(kGenericPlan, "SELECT u.ord, ", kTaskState, kTasksByKey);
 inline constexpr ByFields kGetTasks{kGetTasksAll, kGetTasksState};
 // Both columns are index conditions of tasks_by_message whatever the
 // statistics say; the caller puts the rows in the order of $2.
@@ -439,7 +472,8 @@ inline constexpr ByFields kGetTasksByMessage{kGetTasksByMessageAll,
 // batches touching the same tasks never wait on each other in a cycle.
 // kUpdateTasksSkipLocked skips tasks other transactions hold: the claim path
 // never waits for a task lock while it holds message locks.
-inline constexpr char kUpdateTasksInput[] =
+inline constexpr auto kUpdateTasksInput = Join(
+    kGenericPlan,
     "WITH u AS MATERIALIZED (SELECT u.*, l.row_ctid FROM unnest($1::uuid[], "
     "$2::int[], $3::int[], $4::text[], $5::int[], $6::text[], "
     "$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[], "
@@ -452,7 +486,7 @@ inline constexpr char kUpdateTasksInput[] =
     "CROSS JOIN LATERAL (SELECT "
     "t.ctid AS row_ctid FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
     "t.step_index = u.step_index AND t.task_index = u.task_index "
-    "FOR NO KEY UPDATE OF t";
+    "FOR NO KEY UPDATE OF t");
 inline constexpr char kUpdateTasksSet[] =
     ") AS l) UPDATE sluice.tasks AS t SET status = u.status, attempts = "
     "u.attempts, error = u.error, started_at = u.started_at, finished_at = "
@@ -463,9 +497,10 @@ inline constexpr char kUpdateTasksSet[] =
     "WHERE t.ctid = u.row_ctid AND t.status = u.expected_status AND "
     "t.attempts = u.expected_attempts AND (u.expected_cancel IS NULL OR "
     "t.cancel_requested = u.expected_cancel) RETURNING u.ord";
-inline constexpr auto kUpdateTasks = Join(kUpdateTasksInput, kUpdateTasksSet);
+inline constexpr auto kUpdateTasks =
+    Join(kUpdateTasksInput.text, kUpdateTasksSet);
 inline constexpr auto kUpdateTasksSkipLocked =
-    Join(kUpdateTasksInput, " SKIP LOCKED", kUpdateTasksSet);
+    Join(kUpdateTasksInput.text, " SKIP LOCKED", kUpdateTasksSet);
 
 // The status list is tasks_unfinished's predicate (0005 added 'waiting').
 inline constexpr char kUnfinishedOfRun[] =
@@ -492,11 +527,12 @@ inline constexpr auto kListTasks =
     Join("SELECT ", kTaskAll.text,
          " FROM sluice.tasks AS t WHERE t.run_id = $1 "
          "ORDER BY t.step_index, t.task_index");
-inline constexpr std::string_view kGetTaskOutputs =
-    "SELECT u.ord, t.output FROM unnest($1::uuid[], $2::int[]) WITH "
-    "ORDINALITY AS u(run_id, step_index, ord) JOIN sluice.tasks AS t ON "
-    "t.run_id = u.run_id AND t.step_index = u.step_index "
-    "ORDER BY u.ord, t.task_index";
+inline constexpr auto kGetTaskOutputs =
+    Join(kGenericPlan,
+         "SELECT u.ord, t.output FROM unnest($1::uuid[], $2::int[]) WITH "
+         "ORDINALITY AS u(run_id, step_index, ord) JOIN sluice.tasks AS t ON "
+         "t.run_id = u.run_id AND t.step_index = u.step_index "
+         "WHERE t.run_id = ANY($1::uuid[]) ORDER BY u.ord, t.task_index");
 // Ties go by run insertion, then key, like the other backends.
 inline constexpr char kStalled[] =
     " FROM sluice.tasks AS t JOIN sluice.runs AS r ON r.run_id = t.run_id "
