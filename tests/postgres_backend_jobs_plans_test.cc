@@ -164,7 +164,7 @@ TEST_F(PostgresJobsTest,
       "01900000-0000-7000-8000-000000000009}";
   const std::string ints = "{0,0}", texts = "{a,b}", times = "{NULL,NULL}";
   const std::string runs_exist =
-      StrCat(sql::kRunsMustExist, "SELECT 1 FROM runs_exist");
+      StrCat(sql::kRunsMustExist.view(), "SELECT 1 FROM runs_exist");
   for (bool analyzed : {false, true}) {
     if (analyzed) Execute("ANALYZE");
     SCOPED_TRACE(analyzed ? "fresh statistics" : "stale statistics");
@@ -220,6 +220,8 @@ TEST_F(PostgresJobsTest,
       run,         "{0}",    "{0}",    "{started}", "{2}", "{\"\"}",
       "{NULL}",    "{NULL}", "{NULL}", "{0}",       "{w}", "{NULL}",
       "{started}", "{1}",    "{0}",    "{f}",       "{1}", "{f}"};
+  const std::string run_check =
+      StrCat(sql::kRunsMustExist.view(), "SELECT 1 FROM runs_exist");
   struct Statement {
     std::string_view sql;
     std::vector<std::string> params;
@@ -244,6 +246,9 @@ TEST_F(PostgresJobsTest,
       {sql::kUpdateTasks.view(), task_update},
       {sql::kUpdateTasksSkipLocked.view(), task_update},
       {sql::kGetAlias.view(), {"alias"}},
+      // The run check that every insert of step states, tasks and
+      // attempts starts with.
+      {run_check, {run}},
       {sql::kGetTaskOutputs.view(), {run, "{0}"}},
       {queue.send,
        {"2030-01-01 00:00:00+00", "{2030-01-01 00:00:00+00}", "{\"{}\"}",

@@ -67,7 +67,7 @@ QueueSql::QueueSql(std::string_view queue) {
   // out increasing ids in it: numbering them by id pairs each with its
   // task.
   send_with_tasks = StrCat(
-      sql::kRunsMustExist, ", sent AS (", Send(live, 21),
+      sql::kRunsMustExist.view(), ", sent AS (", Send(live, 21),
       "), ids AS (SELECT msg_id, row_number() OVER (ORDER BY msg_id) AS ord "
       "FROM sent) ",
       sql::kInsertTasksHead, "ids.msg_id", sql::kInsertTasksTail,

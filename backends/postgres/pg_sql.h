@@ -310,23 +310,25 @@ inline constexpr std::string_view kDeleteRuns =
 // The head of an insert whose rows name runs in $1: fails the statement
 // with "run ... does not exist" (kNotFound) if one has no run, as a foreign
 // key would, without a query and a row lock per inserted row (migration
-// 0009). The insert's FROM cross-joins runs_exist so it runs first. Each
-// run is one primary-key lookup (LIMIT 1 keeps the lateral from being
-// flattened): NOT EXISTS became an anti-join, planned from the statistics
-// as a scan of every run. Not a generic plan: one made on an empty table
-// walked runs_by_status_start whole for each run, as cheap as the key
-// while there were no rows, so these inserts are planned per execution.
-inline constexpr char kRunsMustExist[] =
-    "WITH runs_exist AS MATERIALIZED (SELECT sluice.require_found('run', "
-    "(SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS d(run_id) "
-    "LEFT JOIN LATERAL (SELECT true AS found FROM sluice.runs AS r "
-    "WHERE r.run_id = d.run_id LIMIT 1) AS r ON true "
-    "WHERE r.found IS NULL))) ";
+// 0009). The insert's FROM cross-joins runs_exist so it runs first. The
+// runs are read by `run_id = ANY($1)`, one probe of runs_pkey per distinct
+// id, and joined to the batch: NOT EXISTS became an anti-join, planned
+// from the statistics as a scan of every run. The read takes insert_seq,
+// which no index holds: answered from an index alone, it could walk any
+// index that ends with run_id, and a generic plan made on an empty table
+// picked one (decision 0056).
+inline constexpr auto kRunsMustExist =
+    Join(kGenericPlan,
+         "WITH runs_exist AS MATERIALIZED (SELECT sluice.require_found('run', "
+         "(SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS d(run_id) "
+         "LEFT JOIN (SELECT r.run_id, r.insert_seq FROM sluice.runs AS r "
+         "WHERE r.run_id = ANY($1::uuid[])) AS r ON r.run_id = d.run_id "
+         "WHERE r.insert_seq IS NULL))) ");
 
 // --- Step states ---
 
 inline constexpr auto kInsertStepStates = Join(
-    kRunsMustExist,
+    kRunsMustExist.text,
     "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
     "remaining_deps, initial_tasks, remaining_tasks, error, skip_reason, "
     "started_at, finished_at, output) SELECT i.run_id, i.step_index, "
@@ -435,8 +437,8 @@ inline constexpr char kInsertTasksTail[] =
     "queued_at, started_at, finished_at, stall_at, requeued_count, "
     "worker_id, input, output, budget_start, cancel_requested, options, ord)";
 inline constexpr auto kInsertTasks =
-    Join(kRunsMustExist, kInsertTasksHead, "i.message_id", kInsertTasksTail,
-         " CROSS JOIN runs_exist ORDER BY i.ord");
+    Join(kRunsMustExist.text, kInsertTasksHead, "i.message_id",
+         kInsertTasksTail, " CROSS JOIN runs_exist ORDER BY i.ord");
 // LIMIT 1 keeps the subquery a primary-key lookup per element (the
 // planner can't flatten it into a join planned from stale statistics).
 inline constexpr char kTasksByKey[] =
@@ -571,7 +573,7 @@ inline constexpr std::string_view kCountReports =
 // --- The attempts ledger and the dedupe registry ---
 
 inline constexpr auto kAppendAttempts = Join(
-    kRunsMustExist,
+    kRunsMustExist.text,
     "INSERT INTO sluice.attempts (run_id, step_index, task_index, attempt, "
     "worker_id, started_at, finished_at, outcome, error) SELECT i.run_id, "
     "i.step_index, i.task_index, i.attempt, i.worker_id, i.started_at, "
