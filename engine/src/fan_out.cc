@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "enqueue_options.h"
 #include "fan_out_internal.h"
+#include "lease.h"
 #include "ledger.h"
 #include "run_options.h"
 #include "run_progress.h"
@@ -299,8 +300,7 @@ absl::StatusOr<FanOutAck> AckFanOut(Engine::Impl& impl, const TaskKey& key,
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<TaskRecord>> tasks,
       tx->GetTasks(std::span(&key, 1), Fields::kNoPayloads));
-  if (!tasks[0] || tasks[0]->status != TaskStatus::kStarted ||
-      tasks[0]->attempts != attempt) {
+  if (!AttemptHolds(tasks[0], attempt)) {
     return ack;  // stale: another attempt or path owns the task
   }
   TaskRecord& task = *tasks[0];

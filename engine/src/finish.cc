@@ -304,14 +304,12 @@ absl::Status ReplanRacedRetries(Transaction& tx, FlowLookup& flows,
   std::vector<Plan> again_plans;
   for (size_t k = 0; k < raced.size(); ++k) {
     const TaskResult& result = results[raced[k]];
-    std::optional<TaskRecord>& t = tasks[k];
-    if (!t || t->status != TaskStatus::kStarted ||
-        t->attempts != result.attempt) {
+    if (!AttemptHolds(tasks[k], result.attempt)) {
       continue;  // ended or taken by another transaction: stale
     }
-    SLUICE_ASSIGN_OR_RETURN(
-        Planned p,
-        PlanResult(flows, options, result, raced[k], *std::move(t), now));
+    SLUICE_ASSIGN_OR_RETURN(Planned p,
+                            PlanResult(flows, options, result, raced[k],
+                                       *std::move(tasks[k]), now));
     again.push_back(std::move(p.update));
     again_plans.push_back(std::move(p.plan));
   }
@@ -366,7 +364,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       continue;
     }
     TaskRecord& t = *tasks[i];
-    if (t.status != TaskStatus::kStarted || t.attempts != result.attempt) {
+    if (!AttemptHolds(tasks[i], result.attempt)) {
       // A late result: only an ended task's message needs archiving.
       if (IsTerminal(t.status)) {
         late_archives[t.queue_name].push_back(t.message_id);

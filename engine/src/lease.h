@@ -4,12 +4,14 @@
 #ifndef SLUICE_ENGINE_LEASE_H_
 #define SLUICE_ENGINE_LEASE_H_
 
+#include <optional>
 #include <span>
 #include <string_view>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "compiled_flow.h"
+#include "sluice/backend.h"
 #include "sluice/engine.h"
 
 namespace sluice {
@@ -43,6 +45,14 @@ inline LeaseTimes ComputeLease(absl::Duration timeout, absl::Time now,
       .visible_until = now + timeout + options.claim_grace,
       .stall_at = now + timeout + options.recovery_grace,
   };
+}
+
+// Whether attempt `attempt` still holds `task` (as read): the task is
+// started and that claim is its latest. Anything else makes a worker's
+// report about it stale.
+inline bool AttemptHolds(const std::optional<TaskRecord>& task, int attempt) {
+  return task && task->status == TaskStatus::kStarted &&
+         task->attempts == attempt;
 }
 
 // Checks the task keys of a worker call (`what` names it): each valid, none

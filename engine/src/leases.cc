@@ -15,12 +15,6 @@
 namespace sluice {
 namespace {
 
-// Whether the lease's attempt still holds `task`, as read for it.
-bool Holds(const Lease& lease, const std::optional<TaskRecord>& task) {
-  return task && task->status == TaskStatus::kStarted &&
-         task->attempts == lease.attempt;
-}
-
 // Leases whose extension did not apply (states[] still kLost). A cancel
 // request that landed after ExtendLeases read its tasks fails the write
 // (the write waited for it); re-read those tasks so the heartbeat reports
@@ -41,7 +35,8 @@ absl::Status NoteCancelRequests(Transaction& tx, std::span<const Lease> leases,
                           tx.GetTasks(keys, Fields::kNoPayloads));
   for (size_t k = 0; k < keys.size(); ++k) {
     const size_t lease = lease_of_key[k];
-    if (Holds(leases[lease], tasks[k]) && tasks[k]->cancel_requested) {
+    if (AttemptHolds(tasks[k], leases[lease].attempt) &&
+        tasks[k]->cancel_requested) {
       states[lease] = LeaseState::kCancelRequested;
     }
   }
@@ -66,7 +61,7 @@ absl::Status PlanReleases(Transaction& tx, std::span<const Lease> leases,
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
                           tx.GetTasks(keys, Fields::kNoPayloads));
   for (size_t i = 0; i < leases.size(); ++i) {
-    if (!Holds(leases[i], tasks[i])) continue;  // stale
+    if (!AttemptHolds(tasks[i], leases[i].attempt)) continue;  // stale
     TaskRecord& t = *tasks[i];
     TaskUpdate u{.task = t,
                  .expected_status = TaskStatus::kStarted,
@@ -111,7 +106,7 @@ absl::StatusOr<std::vector<LeaseState>> Engine::ExtendLeases(
   std::vector<absl::Time> visible_until;
   FlowLookup flows(*impl_, *tx);
   for (size_t i = 0; i < leases.size(); ++i) {
-    if (!Holds(leases[i], tasks[i])) continue;
+    if (!AttemptHolds(tasks[i], leases[i].attempt)) continue;
     TaskRecord& t = *tasks[i];
     if (t.cancel_requested) {
       // Owned, but not extended: a handler that ignores the request loses
