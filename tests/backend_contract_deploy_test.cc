@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -20,6 +21,7 @@ namespace sluice::contract {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
@@ -203,6 +205,33 @@ TEST_P(DeployContractTest, PutAlias_InsertsThenReplaces) {
   EXPECT_EQ(Describe(ValueOf(tx->GetAlias("greet"))),
             "greet->greet_v2 updated=" + absl::FormatTime(At(5)));
   EXPECT_EQ(ValueOf(tx->ListAliases()).size(), 1u);
+}
+
+TEST_P(DeployContractTest,
+       ExpectAlias_ElsewhereThanActive_FailsTheTransaction) {
+  SeedVersions();  // greet -> greet_v1
+  Committed([](Transaction& tx) {
+    ASSERT_OK(tx.ExpectAlias("greet", "greet_v1"));
+    ASSERT_OK(tx.PutAlias({.alias = "kept", .active_slug = "kept_v1"}));
+  });
+  // kNotFound by the Commit at the latest (Postgres defers the check), and
+  // nothing the transaction wrote applies.
+  for (auto [alias, slug] :
+       {std::pair("greet", "greet_v2"), std::pair("nothing", "nothing_v1")}) {
+    std::unique_ptr<Transaction> tx = Begin();
+    absl::Status status = tx->ExpectAlias(alias, slug);
+    if (status.ok()) {
+      status = tx->PutAlias({.alias = "lost", .active_slug = "lost_v1"});
+    }
+    if (status.ok()) status = tx->Commit();
+    EXPECT_EQ(status.code(), absl::StatusCode::kNotFound) << status;
+    EXPECT_THAT(std::string(status.message()),
+                HasSubstr(StrCat("alias \"", alias, "\" at version \"", slug,
+                                 "\" does not exist")));
+  }
+  std::unique_ptr<Transaction> tx = Begin();
+  EXPECT_TRUE(ValueOf(tx->GetAlias("kept")).has_value());
+  EXPECT_FALSE(ValueOf(tx->GetAlias("lost")).has_value());
 }
 
 TEST_P(DeployContractTest, ListAliases_ReturnsEveryAlias) {

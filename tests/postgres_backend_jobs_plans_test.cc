@@ -246,6 +246,7 @@ TEST_F(PostgresJobsTest,
       {sql::kUpdateTasks.view(), task_update},
       {sql::kUpdateTasksSkipLocked.view(), task_update},
       {sql::kGetAlias.view(), {"alias"}},
+      {sql::kExpectAlias.view(), {"alias", "alias_v1"}},
       // The run check that every insert of step states, tasks and
       // attempts starts with.
       {run_check, {run}},

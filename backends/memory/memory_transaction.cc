@@ -81,6 +81,19 @@ absl::StatusOr<std::optional<AliasRecord>> MemoryTransaction::GetAlias(
   });
 }
 
+absl::Status MemoryTransaction::ExpectAlias(std::string_view alias,
+                                            std::string_view active_slug) {
+  return Apply([&] {
+    const AliasRecord* found = store().catalog.FindAlias(alias);
+    if (found != nullptr && found->active_slug == active_slug) {
+      return absl::OkStatus();
+    }
+    return absl::NotFoundError(StrCat("ExpectAlias: alias \"", alias,
+                                      "\" at version \"", active_slug,
+                                      "\" does not exist"));
+  });
+}
+
 absl::Status MemoryTransaction::PutAlias(const AliasRecord& alias) {
   return Apply([&] {
     store().catalog.PutAlias(alias, undo());
@@ -503,8 +516,7 @@ absl::StatusOr<bool> MemoryTransaction::AdvanceScheduleCursor(
     std::string_view group, std::string_view name, absl::Time expected,
     absl::Time next) {
   return Apply([&]() -> absl::StatusOr<bool> {
-    return store().schedules.AdvanceCursor(group, name, expected, next,
-                                           undo());
+    return store().schedules.AdvanceCursor(group, name, expected, next, undo());
   });
 }
 

@@ -127,6 +127,12 @@ inline constexpr std::string_view kLockAlias =
 inline constexpr char kAlias[] = "alias, active_slug, updated_at";
 inline constexpr auto kGetAlias = Join(kGenericPlan, "SELECT ", kAlias,
                                        " FROM sluice.aliases WHERE alias = $1");
+// Raises (P0002, kNotFound) unless the alias is active at $2.
+inline constexpr auto kExpectAlias = Join(
+    kGenericPlan,
+    "SELECT sluice.require_found('alias', (SELECT format('\"%s\" at version "
+    "\"%s\"', $1::text, $2::text) WHERE NOT EXISTS (SELECT FROM "
+    "sluice.aliases WHERE alias = $1 AND active_slug = $2)))");
 inline constexpr auto kPutAlias =
     Join("INSERT INTO sluice.aliases (", kAlias,
          ") VALUES ($1, $2, $3::timestamptz) ON CONFLICT (alias) DO UPDATE "

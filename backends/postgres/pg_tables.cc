@@ -101,6 +101,15 @@ absl::StatusOr<std::optional<AliasRecord>> PgTables::GetAlias(
   return ReadAlias(result.row(0));
 }
 
+absl::Status PgTables::ExpectAlias(std::string_view alias,
+                                   std::string_view active_slug) {
+  // Checked when the server reaches it: a moved alias aborts the
+  // transaction there, and a later read or the COMMIT reports it.
+  Send(sql::kExpectAlias, Params().Text(alias).Text(active_slug),
+       "ExpectAlias");
+  return absl::OkStatus();
+}
+
 absl::Status PgTables::PutAlias(const AliasRecord& alias) {
   Send(
       sql::kPutAlias,

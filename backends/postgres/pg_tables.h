@@ -54,6 +54,8 @@ class PgTables {
   absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug);
   absl::Status LockAlias(std::string_view alias);
   absl::StatusOr<std::optional<AliasRecord>> GetAlias(std::string_view alias);
+  absl::Status ExpectAlias(std::string_view alias,
+                           std::string_view active_slug);
   absl::Status PutAlias(const AliasRecord& alias);
   absl::StatusOr<std::vector<AliasRecord>> ListAliases();
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);

@@ -159,6 +159,11 @@ absl::StatusOr<std::optional<AliasRecord>> PostgresTransaction::GetAlias(
   return Guarded([&] { return tables_.GetAlias(alias); });
 }
 
+absl::Status PostgresTransaction::ExpectAlias(std::string_view alias,
+                                              std::string_view active_slug) {
+  return Guarded([&] { return tables_.ExpectAlias(alias, active_slug); });
+}
+
 absl::Status PostgresTransaction::PutAlias(const AliasRecord& alias) {
   return Guarded([&] { return tables_.PutAlias(alias); });
 }

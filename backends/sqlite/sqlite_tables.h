@@ -60,6 +60,8 @@ class SqliteTables {
   absl::Status UpdateFlow(const FlowRecord& flow);
   absl::StatusOr<RunCounts> CountRuns(std::string_view flow_slug);
   absl::StatusOr<std::optional<AliasRecord>> GetAlias(std::string_view alias);
+  absl::Status ExpectAlias(std::string_view alias,
+                           std::string_view active_slug);
   absl::Status PutAlias(const AliasRecord& alias);
   absl::StatusOr<std::vector<AliasRecord>> ListAliases();
   absl::StatusOr<std::optional<QueueRecord>> GetQueue(std::string_view name);

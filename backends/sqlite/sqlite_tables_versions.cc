@@ -60,6 +60,15 @@ absl::StatusOr<std::optional<AliasRecord>> SqliteTables::GetAlias(
   return ReadAlias(get);
 }
 
+absl::Status SqliteTables::ExpectAlias(std::string_view alias,
+                                       std::string_view active_slug) {
+  SLUICE_ASSIGN_OR_RETURN(std::optional<AliasRecord> found, GetAlias(alias));
+  if (found && found->active_slug == active_slug) return absl::OkStatus();
+  return absl::NotFoundError(StrCat("ExpectAlias: alias \"", alias,
+                                    "\" at version \"", active_slug,
+                                    "\" does not exist"));
+}
+
 absl::Status SqliteTables::PutAlias(const AliasRecord& alias) {
   SLUICE_ASSIGN_OR_RETURN(Statement put, Prepare(sql::kPutAlias, "PutAlias"));
   put.BindText(1, alias.alias);

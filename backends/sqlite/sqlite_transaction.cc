@@ -160,6 +160,11 @@ absl::StatusOr<std::optional<AliasRecord>> SqliteTransaction::GetAlias(
   return Guarded([&] { return tables_.GetAlias(alias); });
 }
 
+absl::Status SqliteTransaction::ExpectAlias(std::string_view alias,
+                                            std::string_view active_slug) {
+  return Guarded([&] { return tables_.ExpectAlias(alias, active_slug); });
+}
+
 absl::Status SqliteTransaction::PutAlias(const AliasRecord& alias) {
   return Guarded([&] { return tables_.PutAlias(alias); });
 }

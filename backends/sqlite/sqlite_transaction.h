@@ -66,6 +66,8 @@ class SqliteTransaction final : public Transaction,
   absl::Status LockAlias(std::string_view alias) override;
   absl::StatusOr<std::optional<AliasRecord>> GetAlias(
       std::string_view alias) override;
+  absl::Status ExpectAlias(std::string_view alias,
+                           std::string_view active_slug) override;
   absl::Status PutAlias(const AliasRecord& alias) override;
   absl::StatusOr<std::vector<AliasRecord>> ListAliases() override;
   absl::StatusOr<bool> DeleteQueue(std::string_view name) override;

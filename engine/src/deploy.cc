@@ -95,6 +95,7 @@ absl::StatusOr<Engine::Impl::Deployed> Engine::Impl::DeployFlow(
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, Begin());
   SLUICE_RETURN_IF_ERROR(tx->LockAlias(flow.alias()));
   SLUICE_RETURN_IF_ERROR(tx->LockFlowSlug(flow.slug()));
+  ForgetAlias(flow.alias());  // it may move; StartRun reads it again
   SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> stored,
                           tx->GetFlow(flow.slug()));
   SLUICE_ASSIGN_OR_RETURN(std::optional<AliasRecord> alias,

@@ -312,6 +312,49 @@ absl::Status ValidateRunInput(const CompiledFlow& flow, const Json& input,
              JsonTypeName(input), which));
 }
 
+// One attempt of StartRuns, in one transaction; `known_alias` as for
+// PinAlias.
+absl::StatusOr<std::vector<RunId>> StartRunsOnce(
+    Engine::Impl& impl, std::string_view flow_slug,
+    std::optional<std::string_view> known_alias, std::span<const Json> inputs,
+    RunProgress::NewRunSettings settings) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
+  // Resolved in the transaction that creates the runs: each pins the
+  // version active now.
+  SLUICE_ASSIGN_OR_RETURN(std::string slug,
+                          impl.PinAlias(*tx, flow_slug, "flow", known_alias));
+  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
+                          impl.FlowFor(*tx, slug));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(
+        ValidateRunInput(*flow, inputs[i], i, inputs.size()));
+  }
+  absl::Time now = impl.Now();
+  WriteBatch writes;
+  TransactionEffects effects;
+  RunProgress::Context context{*tx,
+                               *flow,
+                               now,
+                               writes,
+                               impl.wants_events() ? &effects.events : nullptr,
+                               &effects.runs};
+  std::vector<RunId> ids;
+  ids.reserve(inputs.size());
+  for (const Json& input : inputs) {
+    RunId id = impl.options().run_id_source ? impl.options().run_id_source()
+                                            : RunId::Random();
+    // `inputs` outlive the Flush below.
+    settings.lasting_input = &input;
+    RunProgress run = RunProgress::ForNewRun(context, id, input, settings);
+    SLUICE_RETURN_IF_ERROR(run.Advance());
+    run.Finish();
+    ids.push_back(id);
+  }
+  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
+  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(effects)));
+  return ids;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
@@ -329,42 +372,10 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
     settings.options =
         RunOptionsToJson(RunOptions{.task = {.traceparent = traceparent}});
   }
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  // Resolved in the transaction that creates the runs: each pins the
-  // version active now.
-  SLUICE_ASSIGN_OR_RETURN(std::string slug,
-                          impl_->ResolveAlias(*tx, flow_slug, "flow"));
-  SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
-                          impl_->FlowFor(*tx, slug));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(
-        ValidateRunInput(*flow, inputs[i], i, inputs.size()));
-  }
-  absl::Time now = impl_->Now();
-  WriteBatch writes;
-  TransactionEffects effects;
-  RunProgress::Context context{
-      *tx,
-      *flow,
-      now,
-      writes,
-      impl_->wants_events() ? &effects.events : nullptr,
-      &effects.runs};
-  std::vector<RunId> ids;
-  ids.reserve(inputs.size());
-  for (const Json& input : inputs) {
-    RunId id = impl_->options().run_id_source ? impl_->options().run_id_source()
-                                              : RunId::Random();
-    // `inputs` outlive the Flush below.
-    settings.lasting_input = &input;
-    RunProgress run = RunProgress::ForNewRun(context, id, input, settings);
-    SLUICE_RETURN_IF_ERROR(run.Advance());
-    run.Finish();
-    ids.push_back(id);
-  }
-  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
-  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, std::move(effects)));
-  return ids;
+  return impl_->WithKnownAlias(
+      flow_slug, [&](std::optional<std::string_view> known) {
+        return StartRunsOnce(*impl_, flow_slug, known, inputs, settings);
+      });
 }
 
 // CancelRun and RetryRun: lifecycle.cc.

@@ -111,10 +111,35 @@ class Engine::Impl {
 
   // The concrete slug `name` starts: the active version of the alias
   // `name` (versions.cc). One primary-key read; kNotFound, never a
-  // fallback, if no such alias exists.
+  // fallback, if no such alias exists. Remembers what it read.
   absl::StatusOr<std::string> ResolveAlias(Transaction& tx,
                                            std::string_view name,
                                            std::string_view kind);
+  // The version this engine last read `alias` active at: a hint that a
+  // start checks in its transaction (ExpectAlias), never trusts.
+  std::optional<std::string> KnownAlias(std::string_view alias);
+  void ForgetAlias(std::string_view alias);
+  // The slug a start by `alias` pins in `tx`: `known` checked with
+  // ExpectAlias (no read: on Postgres it costs no round trip), or, without
+  // it, the alias resolved by reading.
+  absl::StatusOr<std::string> PinAlias(Transaction& tx, std::string_view alias,
+                                       std::string_view kind,
+                                       std::optional<std::string_view> known);
+  // Runs `attempt(known)` (one whole transaction that pins with PinAlias)
+  // with the alias's known version if there is one; if the alias moved,
+  // that attempt failed with kNotFound having changed nothing, and it runs
+  // again with a fresh read (decision 0057). Only for transactions that
+  // can run twice: not a host's.
+  template <typename Attempt>
+  auto WithKnownAlias(std::string_view alias, const Attempt& attempt)
+      -> decltype(attempt(std::nullopt)) {
+    if (std::optional<std::string> known = KnownAlias(alias)) {
+      auto result = attempt(std::optional<std::string_view>(*known));
+      if (!absl::IsNotFound(result.status())) return result;
+      ForgetAlias(alias);
+    }
+    return attempt(std::nullopt);
+  }
 
   // How EnqueueItems finds the flow: an alias to resolve (StartRun,
   // Enqueue by name) or a concrete slug (StartRunBySlug, Enqueue(job)).
@@ -178,6 +203,8 @@ class Engine::Impl {
   // the engine's lifetime, because code may still point into them.
   std::vector<std::shared_ptr<const CompiledFlow>> retired_flows_
       ABSL_GUARDED_BY(flows_mu_);
+  absl::flat_hash_map<std::string, std::string> known_aliases_
+      ABSL_GUARDED_BY(flows_mu_);  // alias -> active slug
 };
 
 }  // namespace sluice

@@ -16,7 +16,9 @@
 // the new earliest visibility. Keyed items hold the flow's slug lock, so
 // concurrent decisions on one key are serialized.
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -288,35 +290,40 @@ std::vector<size_t> CreationOrder(const CompiledFlow& flow,
   return order;
 }
 
-}  // namespace
+// One EnqueueItems call, for each of its attempts.
+struct EnqueueCall {
+  std::string_view name;
+  Engine::Impl::Target target;
+  bool as_job;
+  std::span<const Engine::EnqueueItem> items;
+  HostScope* host;
+  const std::function<absl::Status(Transaction&)>& in_transaction;
+  std::string traceparent;
 
-absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
-    std::string_view name, Target target, bool as_job,
-    std::span<const Engine::EnqueueItem> items, HostScope* host,
-    const std::function<absl::Status(Transaction&)>& in_transaction) {
-  std::string kind = as_job ? "job" : "flow";
-  SLUICE_RETURN_IF_ERROR(ValidateSlug(name, kind));
-  auto owner = [&](size_t i) {
-    return items.size() > 1 ? StrCat(kind, " \"", name, "\" item ", i)
-                            : StrCat(kind, " \"", name, "\"");
-  };
-  for (size_t i = 0; i < items.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(owner(i), items[i].options,
-                                                  options().max_payload_bytes));
+  std::string_view kind() const { return as_job ? "job" : "flow"; }
+  // How errors name item `i`.
+  std::string owner(size_t i) const {
+    return items.size() > 1 ? StrCat(kind(), " \"", name, "\" item ", i)
+                            : StrCat(kind(), " \"", name, "\"");
   }
-  if (items.empty()) return std::vector<EnqueueResult>();
-  SLUICE_ASSIGN_OR_RETURN(std::string traceparent, CurrentTraceparent());
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx,
-                          host ? host->backend->Begin() : Begin());
-  if (in_transaction) SLUICE_RETURN_IF_ERROR(in_transaction(*tx));
+};
+
+// One attempt, in one transaction; `known_alias` as for PinAlias.
+absl::StatusOr<std::vector<EnqueueResult>> EnqueueOnce(
+    Engine::Impl& impl, const EnqueueCall& call,
+    std::optional<std::string_view> known_alias) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::unique_ptr<Transaction> tx,
+      call.host ? call.host->backend->Begin() : impl.Begin());
+  if (call.in_transaction) SLUICE_RETURN_IF_ERROR(call.in_transaction(*tx));
   // An alias resolves in the transaction that creates the runs, so each
   // run pins the version active when it was created.
-  std::string flow_slug(name);
-  if (target == Target::kAlias) {
-    absl::StatusOr<std::string> resolved = ResolveAlias(*tx, name, kind);
-    if (!resolved.ok()) return resolved.status();
-    flow_slug = *std::move(resolved);
+  std::string flow_slug(call.name);
+  if (call.target == Engine::Impl::Target::kAlias) {
+    SLUICE_ASSIGN_OR_RETURN(
+        flow_slug, impl.PinAlias(*tx, call.name, call.kind(), known_alias));
   }
+  std::span<const Engine::EnqueueItem> items = call.items;
   bool keyed = std::any_of(items.begin(), items.end(), [](const auto& item) {
     return item.options.id.has_value() || item.options.dedupe.has_value();
   });
@@ -326,44 +333,70 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
   // (across processes on Postgres), so each decision sees the one before.
   if (keyed) SLUICE_RETURN_IF_ERROR(tx->LockFlowSlug(flow_slug));
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> flow =
-      FlowFor(*tx, flow_slug);
-  if (as_job &&
+      impl.FlowFor(*tx, flow_slug);
+  if (call.as_job &&
       (absl::IsNotFound(flow.status()) || (flow.ok() && !IsJob(**flow)))) {
     return absl::NotFoundError(
-        StrCat("job \"", name, "\" is not deployed",
+        StrCat("job \"", call.name, "\" is not deployed",
                flow.ok() ? " (a flow of that name is; use StartRun)" : "",
                "; deploy it (Engine::Deploy(job), or start a worker for it) "
                "first"));
   }
   if (!flow.ok()) return flow.status();
   for (size_t i = 0; i < items.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(ValidateInput(**flow, owner(i), items[i].payload,
-                                         options().max_payload_bytes));
+    SLUICE_RETURN_IF_ERROR(ValidateInput(**flow, call.owner(i),
+                                         items[i].payload,
+                                         impl.options().max_payload_bytes));
   }
-  Enqueuer enqueuer(*this, *tx, **flow, Now(), std::move(traceparent));
+  Enqueuer enqueuer(impl, *tx, **flow, impl.Now(), call.traceparent);
   std::vector<EnqueueResult> results(items.size());
   for (size_t i : CreationOrder(**flow, items)) {
     SLUICE_ASSIGN_OR_RETURN(results[i],
                             enqueuer.Add(items[i].payload, items[i].options));
   }
   SLUICE_RETURN_IF_ERROR(enqueuer.Flush());
-  if (!enqueuer.wrote() && !in_transaction) {
+  if (!enqueuer.wrote() && !call.in_transaction) {
     return results;  // duplicates only: nothing to commit
   }
-  if (host != nullptr) {
+  if (call.host != nullptr) {
     // Releases the savepoint; the host's own COMMIT makes it visible, so
     // events and wake-ups wait for HostTransaction::Committed().
     SLUICE_RETURN_IF_ERROR(tx->Commit());
     TransactionEffects effects = enqueuer.TakeEffects();
+    TransactionEffects& deferred = call.host->deferred;
     for (Event& event : effects.events) {
-      host->deferred.events.push_back(std::move(event));
+      deferred.events.push_back(std::move(event));
     }
-    host->deferred.queues_to_wake.insert(effects.queues_to_wake.begin(),
-                                         effects.queues_to_wake.end());
+    deferred.queues_to_wake.insert(effects.queues_to_wake.begin(),
+                                   effects.queues_to_wake.end());
     return results;
   }
-  SLUICE_RETURN_IF_ERROR(Commit(*tx, enqueuer.TakeEffects()));
+  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, enqueuer.TakeEffects()));
   return results;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
+    std::string_view name, Target target, bool as_job,
+    std::span<const Engine::EnqueueItem> items, HostScope* host,
+    const std::function<absl::Status(Transaction&)>& in_transaction) {
+  EnqueueCall call{name, target, as_job, items, host, in_transaction, ""};
+  SLUICE_RETURN_IF_ERROR(ValidateSlug(name, call.kind()));
+  for (size_t i = 0; i < items.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(
+        call.owner(i), items[i].options, options().max_payload_bytes));
+  }
+  if (items.empty()) return std::vector<EnqueueResult>();
+  SLUICE_ASSIGN_OR_RETURN(call.traceparent, CurrentTraceparent());
+  // A host's transaction, or one with work of its own, can't run twice, so
+  // it reads the alias.
+  if (target == Target::kAlias && host == nullptr && !in_transaction) {
+    return WithKnownAlias(name, [&](std::optional<std::string_view> known) {
+      return EnqueueOnce(*this, call, known);
+    });
+  }
+  return EnqueueOnce(*this, call, std::nullopt);
 }
 
 absl::StatusOr<EnqueueResult> Engine::Enqueue(const Job& job,

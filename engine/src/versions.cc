@@ -50,7 +50,11 @@ absl::StatusOr<std::string> Engine::Impl::ResolveAlias(Transaction& tx,
                                                        std::string_view name,
                                                        std::string_view kind) {
   SLUICE_ASSIGN_OR_RETURN(std::optional<AliasRecord> alias, tx.GetAlias(name));
-  if (alias) return std::move(alias->active_slug);
+  if (alias) {
+    absl::MutexLock lock(&flows_mu_);
+    known_aliases_.insert_or_assign(alias->alias, alias->active_slug);
+    return std::move(alias->active_slug);
+  }
   // Never fall back to a slug of that name: say what it is instead.
   SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> flow, tx.GetFlow(name));
   // A flow that is its own alias but has no alias row (stored by a writer
@@ -67,6 +71,26 @@ absl::StatusOr<std::string> Engine::Impl::ResolveAlias(Transaction& tx,
       StrCat(kind, " \"", name, "\" is not deployed; deploy it (",
              kind == "job" ? "Engine::Deploy(job)" : "Engine::Deploy",
              ", or start a worker for it) first"));
+}
+
+std::optional<std::string> Engine::Impl::KnownAlias(std::string_view alias) {
+  absl::MutexLock lock(&flows_mu_);
+  auto it = known_aliases_.find(ToAbsl(alias));
+  if (it == known_aliases_.end()) return std::nullopt;
+  return it->second;
+}
+
+void Engine::Impl::ForgetAlias(std::string_view alias) {
+  absl::MutexLock lock(&flows_mu_);
+  known_aliases_.erase(ToAbsl(alias));
+}
+
+absl::StatusOr<std::string> Engine::Impl::PinAlias(
+    Transaction& tx, std::string_view alias, std::string_view kind,
+    std::optional<std::string_view> known) {
+  if (!known) return ResolveAlias(tx, alias, kind);
+  SLUICE_RETURN_IF_ERROR(tx.ExpectAlias(alias, *known));
+  return std::string(*known);
 }
 
 absl::Status Engine::Activate(std::string_view alias, std::string_view slug,
@@ -98,7 +122,9 @@ absl::Status Engine::Activate(std::string_view alias, std::string_view slug,
   if (current->active_slug == slug) return absl::OkStatus();
   SLUICE_RETURN_IF_ERROR(tx->PutAlias(
       AliasRecord{std::string(alias), std::string(slug), impl_->Now()}));
-  return impl_->Commit(*tx, {});
+  SLUICE_RETURN_IF_ERROR(impl_->Commit(*tx, {}));
+  impl_->ForgetAlias(alias);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::vector<VersionInfo>> Engine::ListVersions(

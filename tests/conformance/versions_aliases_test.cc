@@ -109,6 +109,33 @@ TEST_P(Versions, Rollback_IsActivatingThePreviousVersion) {
   EXPECT_EQ(ActiveOf("greet"), "greet_v1");
 }
 
+TEST_P(Versions, StartRun_AfterAnotherEngineActivated_PinsTheNewVersion) {
+  // Two engines on one store, as two processes: the one that did not
+  // activate last saw v1 active, checks that in its StartRun's transaction,
+  // and must start v2 without writing anything for v1.
+  absl::StatusOr<std::unique_ptr<Engine>> other =
+      Engine::Create(backend(), DefaultOptions());
+  ASSERT_TRUE(other.ok()) << other.status();
+  Deploy(Version("greet_v1", "greet"));
+  Deploy(Version("greet_v2", "greet", "hello"));
+  absl::StatusOr<RunId> first = (*other)->StartRun("greet", J("{}"));
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(engine().Activate("greet", "greet_v2", "greet_v1").ok());
+  absl::StatusOr<RunId> second = (*other)->StartRun("greet", J("{}"));
+  ASSERT_TRUE(second.ok()) << second.status();
+  EXPECT_EQ(View(*first).run.flow_slug, "greet_v1");
+  EXPECT_EQ(View(*second).run.flow_slug, "greet_v2");
+  // StartRun with options takes the enqueue path, which pins the same way.
+  ASSERT_TRUE(engine().Activate("greet", "greet_v1", "greet_v2").ok());
+  absl::StatusOr<EnqueueResult> third =
+      (*other)->StartRun("greet", J("{}"), EnqueueOptions{});
+  ASSERT_TRUE(third.ok()) << third.status();
+  EXPECT_EQ(View(third->run_id).run.flow_slug, "greet_v1");
+  absl::StatusOr<std::vector<RunRecord>> runs = engine().ListRuns("", 10);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  EXPECT_EQ(runs->size(), 3u);
+}
+
 TEST_P(Versions, MissingAlias_FailsAndNeverFallsBackToASlug) {
   Deploy(Version("greet_v1", "greet"));
   absl::StatusOr<RunId> by_slug = engine().StartRun("greet_v1", J("{}"));

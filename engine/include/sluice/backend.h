@@ -184,6 +184,12 @@ class Transaction {
   virtual absl::Status LockAlias(std::string_view alias) = 0;
   virtual absl::StatusOr<std::optional<AliasRecord>> GetAlias(
       std::string_view alias) = 0;
+  // (interface v9) Fails this transaction unless `alias` is active at
+  // `active_slug`: kNotFound naming both, and nothing the transaction wrote
+  // applies. A backend may defer the check to a later call of the
+  // transaction or to its Commit (Postgres pipelines it: no round trip).
+  virtual absl::Status ExpectAlias(std::string_view alias,
+                                   std::string_view active_slug) = 0;
   // Inserts or replaces.
   virtual absl::Status PutAlias(const AliasRecord& alias) = 0;
   virtual absl::StatusOr<std::vector<AliasRecord>> ListAliases() = 0;
@@ -541,7 +547,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 8;
+  static constexpr int kInterfaceVersion = 9;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -61,6 +61,11 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("GetAlias"));
     return target_->GetAlias(alias);
   }
+  absl::Status ExpectAlias(std::string_view alias,
+                           std::string_view active_slug) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("ExpectAlias"));
+    return target_->ExpectAlias(alias, active_slug);
+  }
   absl::Status PutAlias(const AliasRecord& alias) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("PutAlias"));
     return target_->PutAlias(alias);
