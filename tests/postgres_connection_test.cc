@@ -214,6 +214,11 @@ TEST_F(PostgresConnectionSettingsTest, Keepalives_OptionsSetThem_UrlWins) {
   EXPECT_EQ(Setting(With("keepalives=1"), "keepalives", options), "1");
 }
 
+// The server's default is on; a key lookup must not be compiled.
+TEST_F(PostgresConnectionSettingsTest, Jit_IsOff) {
+  EXPECT_EQ(Show(PostgresTestUrl(), "jit", {}), "off");
+}
+
 TEST_F(PostgresConnectionSettingsTest, StatementTimeout_OffByDefault) {
   EXPECT_EQ(Show(PostgresTestUrl(), "statement_timeout", {}), "0");
 }

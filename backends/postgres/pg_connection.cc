@@ -17,11 +17,14 @@ namespace {
 // uses READ COMMITTED (docs/decisions/0011-postgres-backend.md). Prepared
 // statements are planned for each execution's parameters: a generic plan
 // made while a table looked empty would keep scanning it whole as it grows.
+// JIT is off: every statement here reaches a few rows by key, and a cost
+// estimate from skewed statistics would otherwise compile one, each
+// execution, for longer than it runs (decision 0058).
 constexpr char kSessionSetup[] =
     "SET TimeZone = 'UTC'; SET DateStyle = 'ISO, YMD'; "
     "SET IntervalStyle = 'postgres'; SET client_encoding = 'UTF8'; "
     "SET default_transaction_isolation = 'read committed'; "
-    "SET plan_cache_mode = force_custom_plan";
+    "SET plan_cache_mode = force_custom_plan; SET jit = off";
 
 }  // namespace
 
