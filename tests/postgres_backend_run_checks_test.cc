@@ -2,7 +2,8 @@
 // runs (decision 0050). The upgrade drops them and keeps the data, and
 // DeleteRuns still leaves nothing behind when another transaction adds a
 // run's rows under its lock at the same time. The one-statement task write
-// (decision 0052) checks its runs as InsertTasks does.
+// (decision 0052) checks its runs as InsertTasks does. A task update that
+// waited for another writes the version that one committed.
 #include <string>
 #include <thread>
 #include <vector>
@@ -104,6 +105,60 @@ TEST_F(PostgresRunChecksTest,
   SqlSession sql(db_->url());
   EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "0");
   EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.runs"), "0");
+}
+
+// A compare-and-set that waits for another transaction's update of its
+// task (a heartbeat's lease extension, a cancel request) must judge and
+// write the version that transaction committed, which its own statement's
+// snapshot predates (decision 0059).
+TEST_F(PostgresRunChecksTest,
+       UpdateTasks_AfterWaitingForAnotherUpdateOfTheTask_AppliesToItsResult) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  const TaskRecord queued = MakeTask(1, 0);
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    ASSERT_NE(tx, nullptr);
+    std::vector<TaskRecord> tasks = {queued};
+    ASSERT_TRUE(tx->InsertTasks(std::span(tasks)).ok());
+    ASSERT_TRUE(tx->Commit().ok());
+  }
+
+  // A holds the task: it rewrites it with the same status and attempts.
+  std::unique_ptr<Transaction> holder = Begin();
+  ASSERT_NE(holder, nullptr);
+  TaskRecord touched = queued;
+  touched.worker_id = "holder";
+  std::vector<TaskUpdate> touch = {
+      {.task = touched, .expected_status = TaskStatus::kQueued}};
+  ASSERT_EQ(ValueOf(holder->UpdateTasks(touch)), std::vector<bool>{true});
+
+  TaskRecord started = queued;
+  started.status = TaskStatus::kStarted;
+  started.attempts = 1;
+  started.worker_id = "claimer";
+  absl::StatusOr<std::vector<bool>> applied;
+  absl::Status committed;
+  std::thread claimer([&] {
+    std::unique_ptr<Transaction> tx = Begin();
+    if (tx == nullptr) return;
+    std::vector<TaskUpdate> claim = {
+        {.task = started, .expected_status = TaskStatus::kQueued}};
+    applied = tx->UpdateTasks(claim);
+    committed = tx->Commit();
+  });
+  const bool waited = WaitForLockWaiters(db_->url(), 1);
+  ASSERT_TRUE(holder->Commit().ok());
+  claimer.join();
+  ASSERT_TRUE(waited) << "the update never waited for the task's holder";
+
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(*applied, std::vector<bool>{true});
+  EXPECT_TRUE(committed.ok()) << committed;
+  SqlSession sql(db_->url());
+  EXPECT_EQ(sql.Value("SELECT status || ' ' || attempts || ' ' || worker_id "
+                      "FROM sluice.tasks"),
+            "started 1 claimer");
 }
 
 // One statement sends the messages and inserts the tasks (decision 0052):

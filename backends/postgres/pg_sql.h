@@ -474,15 +474,19 @@ inline constexpr ByFields kGetTasksByMessage{kGetTasksByMessageAll,
 // rounds). Rows: (ord) of each update that applied.
 //
 // `u` locks each task with a lookup by primary key (a parameterized index
-// scan, whatever the statistics say) and carries its ctid, which stays put
-// while the lock is held, so the UPDATE finds each row by TID. The caller
-// sends a batch in key order, so rows are locked in key order and two
-// batches touching the same tasks never wait on each other in a cycle.
+// scan, whatever the statistics say). The caller sends a batch in key
+// order, so rows are locked in key order and two batches touching the same
+// tasks never wait on each other in a cycle. The UPDATE then reaches each
+// locked row by key, not by the ctid the lock returned: when the lock waited
+// for another transaction's update, that ctid names the version it
+// committed, which this statement's snapshot cannot see, so a TID scan would
+// miss the row; a scan by key finds the version the snapshot sees and
+// rechecks the compare-and-set on the latest one (decision 0059).
 // kUpdateTasksSkipLocked skips tasks other transactions hold: the claim path
 // never waits for a task lock while it holds message locks.
 inline constexpr auto kUpdateTasksInput = Join(
     kGenericPlan,
-    "WITH u AS MATERIALIZED (SELECT u.*, l.row_ctid FROM unnest($1::uuid[], "
+    "WITH u AS MATERIALIZED (SELECT u.* FROM unnest($1::uuid[], "
     "$2::int[], $3::int[], $4::text[], $5::int[], $6::text[], "
     "$7::timestamptz[], $8::timestamptz[], $9::timestamptz[], $10::int[], "
     "$11::text[], $12::json[], $13::text[], $14::int[], $15::int[], "
@@ -492,7 +496,7 @@ inline constexpr auto kUpdateTasksInput = Join(
     "expected_status, expected_attempts, budget_start, cancel_requested, "
     "message_id, expected_cancel, ord) "
     "CROSS JOIN LATERAL (SELECT "
-    "t.ctid AS row_ctid FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
+    "1 AS locked FROM sluice.tasks AS t WHERE t.run_id = u.run_id AND "
     "t.step_index = u.step_index AND t.task_index = u.task_index "
     "FOR NO KEY UPDATE OF t");
 inline constexpr char kUpdateTasksSet[] =
@@ -502,7 +506,9 @@ inline constexpr char kUpdateTasksSet[] =
     "u.requeued_count, worker_id = u.worker_id, output = u.output, "
     "budget_start = u.budget_start, cancel_requested = u.cancel_requested, "
     "message_id = u.message_id FROM u "
-    "WHERE t.ctid = u.row_ctid AND t.status = u.expected_status AND "
+    "WHERE t.run_id = u.run_id AND t.step_index = u.step_index AND "
+    "t.task_index = u.task_index AND t.run_id = ANY($1::uuid[]) AND "
+    "t.status = u.expected_status AND "
     "t.attempts = u.expected_attempts AND (u.expected_cancel IS NULL OR "
     "t.cancel_requested = u.expected_cancel) RETURNING u.ord";
 inline constexpr auto kUpdateTasks =

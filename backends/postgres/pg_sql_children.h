@@ -68,8 +68,10 @@ inline constexpr auto kCountChildLinks =
 // One statement for the whole batch. `u` keeps only the first occurrence
 // (lowest ord) of each link, sorted by key; `l` locks each still-pending
 // link with a primary-key lookup, in that order, so concurrent batches lock
-// shared links in one order; the UPDATE finds each by TID and re-checks
-// pending. Rows: (ord) of each settlement that applied.
+// shared links in one order; the UPDATE finds each by key (not by the ctid
+// the lock returned, which after a wait names a version this statement's
+// snapshot cannot see; see kUpdateTasks) and re-checks pending. Rows: (ord)
+// of each settlement that applied.
 inline constexpr std::string_view kSettleChildLinks =
     "WITH u AS (SELECT DISTINCT ON (s.parent_run_id, s.parent_step, "
     "s.parent_task, s.child_index) s.* FROM unnest($1::uuid[], $2::int[], "
@@ -77,14 +79,17 @@ inline constexpr std::string_view kSettleChildLinks =
     "WITH ORDINALITY AS s(parent_run_id, parent_step, parent_task, "
     "child_index, status, output, error, cascaded, ord) ORDER BY "
     "s.parent_run_id, s.parent_step, s.parent_task, s.child_index, s.ord), "
-    "l AS MATERIALIZED (SELECT u.*, k.row_ctid FROM u CROSS JOIN LATERAL "
-    "(SELECT c.ctid AS row_ctid FROM sluice.child_links AS c WHERE "
+    "l AS MATERIALIZED (SELECT u.* FROM u CROSS JOIN LATERAL "
+    "(SELECT 1 AS locked FROM sluice.child_links AS c WHERE "
     "c.parent_run_id = u.parent_run_id AND c.parent_step = u.parent_step "
     "AND c.parent_task = u.parent_task AND c.child_index = u.child_index "
     "AND c.status = 'pending' FOR NO KEY UPDATE OF c) AS k) "
     "UPDATE sluice.child_links AS c SET status = l.status, output = "
     "l.output, error = l.error, cascaded = l.cascaded FROM l "
-    "WHERE c.ctid = l.row_ctid AND c.status = 'pending' RETURNING l.ord";
+    "WHERE c.parent_run_id = l.parent_run_id AND c.parent_step = "
+    "l.parent_step AND c.parent_task = l.parent_task AND c.child_index = "
+    "l.child_index AND c.parent_run_id = ANY($1::uuid[]) AND "
+    "c.status = 'pending' RETURNING l.ord";
 // $4 is the error. Rows: one, how many.
 inline constexpr std::string_view kCancelPendingChildLinks =
     "WITH c AS (UPDATE sluice.child_links SET status = 'cancelled', "
