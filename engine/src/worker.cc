@@ -1,6 +1,8 @@
-// The worker runtime: one dispatcher thread claims, records results, extends
-// leases and sweeps; `concurrency` handler threads run handlers
-// (worker_handlers.cc). Stopping and draining: docs/decisions/0013.
+// The worker runtime: one dispatcher thread claims, extends leases and
+// sweeps; one recorder thread records results, so that a batch's finish and
+// the next claim overlap on two connections; `concurrency` handler threads
+// run handlers (worker_handlers.cc). Stopping and draining:
+// docs/decisions/0013; the recorder thread: docs/decisions/0060.
 #include "sluice/worker.h"
 
 #include <optional>
@@ -8,171 +10,21 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "backoff.h"
 #include "engine_impl.h"
-#include "result_recorder.h"
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
+#include "worker_impl.h"
 #include "worker_shared.h"
 
-namespace sluice {
+namespace sluice::worker_internal {
 namespace {
 
 constexpr int kSweepBatch = 1000;
-// Results wait at most this long to be recorded together with others.
-constexpr absl::Duration kResultFlushDelay = absl::Milliseconds(1);
-constexpr absl::Duration kMinRetryBackoff = absl::Milliseconds(50);
-constexpr absl::Duration kMaxRetryBackoff = absl::Seconds(5);
 
-// Exponential backoff for a call that keeps failing: the first retry waits
-// kMinRetryBackoff, each further one twice as long, up to kMaxRetryBackoff.
-class Backoff {
- public:
-  // Returns when the call may be tried again.
-  absl::Time Failed(absl::Time now) {
-    retry_at_ = now + delay_;
-    delay_ = std::min(delay_ * 2, kMaxRetryBackoff);
-    return retry_at_;
-  }
-  void Succeeded() {
-    delay_ = kMinRetryBackoff;
-    retry_at_ = absl::InfinitePast();
-  }
-  bool Ready(absl::Time now) const { return now >= retry_at_; }
-  absl::Time retry_at() const { return retry_at_; }
-
- private:
-  absl::Duration delay_ = kMinRetryBackoff;
-  absl::Time retry_at_ = absl::InfinitePast();
-};
-
-class WorkerImpl : public Worker {
- public:
-  WorkerImpl(Engine& engine, WorkerPlan plan, WorkerOptions options)
-      : engine_(engine),
-        impl_(engine.impl()),
-        options_(std::move(options)),
-        queue_(std::move(plan.queue)),
-        served_(std::move(plan.served)),
-        served_steps_(std::move(plan.served_steps)),
-        generations_(std::move(plan.generations)),
-        shared_(std::make_shared<WorkerShared>(std::move(plan.flows),
-                                               impl_.options().log)) {
-    if (options_.worker_id.empty()) options_.worker_id = NewWorkerId();
-  }
-
-  ~WorkerImpl() override { (void)Stop(); }
-
-  absl::Status Start() {
-    absl::Time now = impl_.Now();
-    record_ = WorkerRecord{options_.worker_id,
-                           queue_,
-                           served_steps_.front().flow_slug,
-                           now,
-                           now,
-                           std::nullopt,
-                           served_steps_};
-    SLUICE_RETURN_IF_ERROR(SaveRecord());
-    PruneWorkers();
-    listener_ = impl_.signals().Listen(queue_, [this] { Poke(); });
-    // Other processes' sends reach us through the backend, if it can tell.
-    watch_ = impl_.backend().WatchQueue(queue_, [this] { Poke(); });
-    PrepareObservability(*shared_, impl_, queue_, options_.worker_id);
-    {
-      absl::MutexLock lock(&shared_->mu);
-      shared_->slots.resize(options_.concurrency);
-    }
-    for (int i = 0; i < options_.concurrency; ++i) {
-      handlers_.emplace_back(HandlerLoop, shared_, static_cast<size_t>(i));
-    }
-    dispatcher_ = std::thread([this] { DispatchLoop(); });
-    started_ = true;
-    impl_.metrics().WorkerStarted();
-    return absl::OkStatus();
-  }
-
-  absl::Status Stop() override;
-
-  absl::Status Wait() override {
-    WorkerShared& s = *shared_;
-    absl::MutexLock lock(&s.mu);
-    s.mu.Await(absl::Condition(&s.closed));
-    return s.fatal.ok() ? s.drain_status : s.fatal;
-  }
-
-  bool WaitFor(absl::Duration timeout) override {
-    WorkerShared& s = *shared_;
-    absl::MutexLock lock(&s.mu);
-    return s.mu.AwaitWithTimeout(absl::Condition(&s.closed), timeout);
-  }
-
-  const std::string& id() const override { return options_.worker_id; }
-  const std::string& queue() const override { return queue_; }
-  WorkerStats stats() const override {
-    absl::MutexLock lock(&shared_->mu);
-    return shared_->stats;
-  }
-
- private:
-  void Poke() {
-    absl::MutexLock lock(&shared_->mu);
-    shared_->poked = true;
-  }
-
-  absl::Status SaveRecord() {
-    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_.Begin());
-    SLUICE_RETURN_IF_ERROR(tx->UpsertWorker(record_));
-    return tx->Commit();
-  }
-
-  void Log(LogLevel level, std::string_view message) const {
-    impl_.Log(level, StrCat("worker ", id(), ": ", message));
-  }
-
-  void DispatchLoop();
-  bool ResultsDue(absl::Time now) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
-  enum class Recording { kNothingDue, kRecorded, kRetryLater };
-  Recording RecordResultsIfDue();
-  bool RecordResults();
-  void Heartbeat();
-  void Sweep();
-  void PruneWorkers();
-  // The number of tasks claimed; -1 if the claim failed.
-  int ClaimMore();
-  // On stopping: gives claimed tasks no handler has started back.
-  void ReleaseUnstarted();
-  // When the idle dispatcher should claim again at the latest: the earliest
-  // hidden message's visibility (from the last empty claim), in real time.
-  absl::Time NextVisibleWake(absl::Time real_now) const;
-  // Past the drain deadline: gives up on what is unfinished.
-  void Abandon() ABSL_EXCLUSIVE_LOCKS_REQUIRED(shared_->mu);
-  void JoinOrDetachHandlers();
-
-  Engine& engine_;
-  Engine::Impl& impl_;
-  WorkerOptions options_;
-  std::string queue_;
-  StepSet served_;
-  std::vector<ServedSteps> served_steps_;
-  std::vector<FlowGeneration> generations_;
-  WorkerRecord record_;
-  int listener_ = 0;
-  std::unique_ptr<QueueWatch> watch_;
-  bool started_ = false;
-  std::thread dispatcher_;
-  std::vector<std::thread> handlers_;
-  const std::shared_ptr<WorkerShared> shared_;
-  // Dispatcher thread only: the last empty claim's hint (engine clock).
-  std::optional<absl::Time> next_visible_at_;
-  bool released_ = false;
-
-  // Serializes Stop() calls; held for a whole Stop().
-  absl::Mutex stop_mu_;
-  bool stop_done_ ABSL_GUARDED_BY(stop_mu_) = false;
-  absl::Status stop_status_ ABSL_GUARDED_BY(stop_mu_);
-};
+}  // namespace
 
 absl::Status WorkerImpl::Stop() {
   absl::MutexLock stop_lock(&stop_mu_);
@@ -188,8 +40,10 @@ absl::Status WorkerImpl::Stop() {
     shared_->poked = true;
   }
   // The dispatcher honours the drain deadline in every wait and retry, so
-  // this returns by then (plus at most one backend call in progress).
+  // this returns by then (plus at most one backend call in progress in
+  // each of the two threads).
   dispatcher_.join();
+  recorder_.join();
   JoinOrDetachHandlers();
   impl_.metrics().WorkerStopped();
   impl_.signals().Unlisten(listener_);
@@ -231,22 +85,8 @@ void WorkerImpl::DispatchLoop() {
   WorkerShared& s = *shared_;
   absl::Time next_heartbeat = absl::Now() + options_.heartbeat_interval;
   absl::Time next_sweep = absl::Now() + options_.sweep_interval;
-  Backoff record_backoff;
-  Backoff claim_backoff;
+  CallBackoff claim_backoff;
   while (true) {
-    switch (RecordResultsIfDue()) {
-      case Recording::kNothingDue:
-        break;
-      case Recording::kRecorded:
-        record_backoff.Succeeded();
-        break;
-      case Recording::kRetryLater: {
-        absl::Time retry_at = record_backoff.Failed(absl::Now());
-        absl::MutexLock lock(&s.mu);
-        s.record_retry_at = retry_at;
-        break;
-      }
-    }
     absl::Time real_now = absl::Now();
     if (real_now >= next_heartbeat) {
       Heartbeat();
@@ -284,7 +124,7 @@ void WorkerImpl::DispatchLoop() {
         return;
       }
     }
-    if (claimed > 0 || ResultsDue(now)) continue;
+    if (claimed > 0) continue;
     absl::Time wake =
         std::min({now + options_.poll_interval, NextVisibleWake(now),
                   next_heartbeat, s.drain_deadline});
@@ -294,14 +134,7 @@ void WorkerImpl::DispatchLoop() {
     if (!s.stopping && !claim_backoff.Ready(now)) {
       wake = std::min(wake, claim_backoff.retry_at());
     }
-    if (!s.results.empty()) {
-      wake = std::min(wake, std::max(s.first_result_at + kResultFlushDelay,
-                                     s.record_retry_at));
-    }
-    auto ready = [this, &s]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-      return s.poked || ResultsDue(absl::Now());
-    };
-    s.mu.AwaitWithDeadline(absl::Condition(&ready), wake);
+    s.mu.AwaitWithDeadline(absl::Condition(&s.poked), wake);
     s.poked = false;
   }
 }
@@ -310,6 +143,7 @@ void WorkerImpl::Abandon() {
   WorkerShared& s = *shared_;
   int64_t abandoned = 0;
   for (const auto& [key, f] : s.in_flight) {
+    if (f.recording) continue;  // the recorder thread has its result
     bool has_result = false;
     for (const TaskResult& r : s.results) {
       if (r.key == key && r.attempt == f.attempt) has_result = true;
@@ -339,83 +173,6 @@ void WorkerImpl::Abandon() {
              absl::FormatDuration(options_.drain_timeout), " with ", abandoned,
              " abandoned handlers and ", unrecorded,
              " unrecorded results; stall recovery will take their tasks back"));
-}
-
-// Results are recorded together: when every claimed task has one, when a
-// batch's worth is waiting, when stopping, or when the oldest has waited
-// kResultFlushDelay; never before a failed attempt's backoff ends.
-bool WorkerImpl::ResultsDue(absl::Time now) const {
-  const WorkerShared& s = *shared_;
-  if (s.results.empty() || now < s.record_retry_at) return false;
-  return s.results.size() >= s.in_flight.size() ||
-         static_cast<int>(s.results.size()) >= options_.batch_size ||
-         s.stopping || now >= s.first_result_at + kResultFlushDelay;
-}
-
-WorkerImpl::Recording WorkerImpl::RecordResultsIfDue() {
-  {
-    absl::MutexLock lock(&shared_->mu);
-    if (!ResultsDue(absl::Now())) return Recording::kNothingDue;
-  }
-  return RecordResults() ? Recording::kRecorded : Recording::kRetryLater;
-}
-
-// Returns false if some results hit a transient error; they are kept to
-// retry after a backoff.
-bool WorkerImpl::RecordResults() {
-  WorkerShared& s = *shared_;
-  std::vector<TaskResult> results;
-  {
-    absl::MutexLock lock(&s.mu);
-    results.swap(s.results);
-  }
-  if (results.empty()) return true;
-  RecordedResults recorded =
-      TracedRecordResults(engine_, *shared_, std::move(results), id());
-  absl::MutexLock lock(&s.mu);
-  // A task's entry belongs to its latest attempt: a result of an older one
-  // must not end the newer attempt's lease.
-  auto finish = [&s](const TaskKey& key,
-                     int attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    auto it = s.in_flight.find(key);
-    if (it != s.in_flight.end() && it->second.attempt == attempt) {
-      s.in_flight.erase(it);
-    }
-  };
-  for (const RecordedResults::Recorded& r : recorded.recorded) {
-    finish(r.key, r.attempt);
-    if (r.replaced) ++s.stats.rejected;
-    switch (r.disposition) {
-      case ResultDisposition::kCompleted:
-        ++s.stats.completed;
-        break;
-      case ResultDisposition::kRetrying:
-      case ResultDisposition::kFailed:
-        ++s.stats.failed;
-        break;
-      case ResultDisposition::kCancelled:
-        ++s.stats.cancelled;
-        break;
-      case ResultDisposition::kStale:
-      case ResultDisposition::kNotFound:
-        ++s.stats.stale;
-        break;
-    }
-  }
-  for (const TaskResult& r : recorded.dropped) {
-    finish(r.key, r.attempt);  // so its lease lapses
-    ++s.stats.unrecorded;
-  }
-  if (recorded.retry.empty()) {
-    s.record_retry_at = absl::InfinitePast();
-    return true;
-  }
-  Log(LogLevel::kWarning,
-      StrCat("recording ", recorded.retry.size(), " results failed (",
-             recorded.transient_error.ToString(), "); retrying"));
-  if (s.results.empty()) s.first_result_at = absl::Now();
-  for (TaskResult& r : recorded.retry) s.results.push_back(std::move(r));
-  return false;
 }
 
 void WorkerImpl::Heartbeat() {
@@ -500,7 +257,11 @@ int WorkerImpl::ClaimMore() {
     absl::MutexLock lock(&s.mu);
     if (s.stopping) return 0;
     int capacity = std::max(options_.concurrency, options_.batch_size);
-    free = capacity - static_cast<int>(s.in_flight.size());
+    // A task whose handler has returned holds no room: the next batch is
+    // claimed while the recorder thread stores the last one's results.
+    const size_t done =
+        std::min(s.in_flight.size(), s.results.size() + s.recording);
+    free = capacity - static_cast<int>(s.in_flight.size() - done);
     // Wait for room for half a batch rather than claiming a few at a time.
     if (!s.in_flight.empty() && free < (options_.batch_size + 1) / 2) return 0;
   }
@@ -539,7 +300,7 @@ int WorkerImpl::ClaimMore() {
   for (ClaimedTask& task : *claimed) {
     CancelToken token;
     s.in_flight[task.key] =
-        WorkerShared::InFlight{task.attempt, task.deadline, token};
+        WorkerShared::InFlight{task.attempt, task.deadline, token, false};
     s.ready.emplace_back(std::move(task), token);
   }
   return static_cast<int>(claimed->size());
@@ -586,13 +347,15 @@ absl::Time WorkerImpl::NextVisibleWake(absl::Time real_now) const {
   return real_now + std::max(until, absl::ZeroDuration());
 }
 
-}  // namespace
+}  // namespace sluice::worker_internal
+
+namespace sluice {
 
 absl::StatusOr<std::unique_ptr<Worker>> LaunchWorker(Engine& engine,
                                                      WorkerPlan plan,
                                                      WorkerOptions options) {
-  auto worker =
-      std::make_unique<WorkerImpl>(engine, std::move(plan), std::move(options));
+  auto worker = std::make_unique<worker_internal::WorkerImpl>(
+      engine, std::move(plan), std::move(options));
   SLUICE_RETURN_IF_ERROR(worker->Start());
   return std::unique_ptr<Worker>(std::move(worker));
 }

@@ -39,6 +39,7 @@ struct WorkerShared {
     int attempt = 0;
     absl::Time deadline;
     CancelToken cancel;
+    bool recording = false;  // its result is in the recorder's hands
   };
   // One handler thread. `busy` while it runs a handler.
   struct HandlerSlot {
@@ -91,6 +92,8 @@ struct WorkerShared {
   absl::flat_hash_map<TaskKey, InFlight> in_flight ABSL_GUARDED_BY(mu);
   // Results waiting to be stored.
   std::vector<TaskResult> results ABSL_GUARDED_BY(mu);
+  // How many results the recorder thread is storing (taken from `results`).
+  size_t recording ABSL_GUARDED_BY(mu) = 0;
   absl::Time first_result_at ABSL_GUARDED_BY(mu);
   // Storing results failed for a transient error; not again before this.
   absl::Time record_retry_at ABSL_GUARDED_BY(mu) = absl::InfinitePast();
