@@ -257,11 +257,12 @@ int WorkerImpl::ClaimMore() {
     absl::MutexLock lock(&s.mu);
     if (s.stopping) return 0;
     int capacity = std::max(options_.concurrency, options_.batch_size);
-    // A task whose handler has returned holds no room: the next batch is
-    // claimed while the recorder thread stores the last one's results.
-    const size_t done =
-        std::min(s.in_flight.size(), s.results.size() + s.recording);
-    free = capacity - static_cast<int>(s.in_flight.size() - done);
+    // Results the recorder thread has taken hold no room: the next batch
+    // is claimed while it stores them. Results it has not taken still do,
+    // so a recorder that falls behind (or fails) stops the claims, and no
+    // recording is ever larger than the capacity.
+    const size_t taken = std::min(s.in_flight.size(), s.recording);
+    free = capacity - static_cast<int>(s.in_flight.size() - taken);
     // Wait for room for half a batch rather than claiming a few at a time.
     if (!s.in_flight.empty() && free < (options_.batch_size + 1) / 2) return 0;
   }

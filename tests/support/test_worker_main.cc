@@ -10,7 +10,8 @@
 //   shared    log=PATH: appends each run id to PATH
 //   fleet     log=PATH: appends each run id to PATH before returning. With
 //             hang_after=N, every call after the first N appends its run id,
-//             writes "hang" to stdout (once) and blocks until the process is
+//             waits until the worker has recorded a completion, writes
+//             "hang" to stdout (once) and blocks until the process is
 //             killed. Short leases and a fast sweeper, so the survivors of
 //             a killed worker take its tasks back within seconds.
 //   jobs      serves ProcJob. log=PATH: appends "RUN_ID PRIORITY CLAIM_US
@@ -41,6 +42,8 @@
 #include <string>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
 #include "support/test_flows.h"
@@ -113,6 +116,20 @@ int main(int argc, char** argv) {
     log.flush();
   };
 
+  // A hanging handler first waits (up to 30 s) until this worker has
+  // recorded a completion: the worker records a batch while it runs the
+  // next, so without this a victim could hang before any of its results
+  // were stored, and the tests expect it to have finished some jobs.
+  std::atomic<Worker*> running{nullptr};
+  auto await_own_completion = [&running] {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      Worker* w = running.load();
+      if (w != nullptr && w->stats().completed > 0) return;
+      absl::SleepFor(absl::Milliseconds(1));  // between polls of the count
+    }
+  };
+
   Flow flow("unset");
   if (mode == "crashy") {
     int fd = int_arg("fd", -1);
@@ -147,6 +164,7 @@ int main(int argc, char** argv) {
           append_to_log(ctx.run_id());
           if (hang_after >= 0 && calls->fetch_add(1) >= hang_after) {
             static std::once_flag announced;
+            await_own_completion();
             std::call_once(announced, [] { Say("hang"); });
             while (true) pause();  // killed here
           }
@@ -174,6 +192,7 @@ int main(int argc, char** argv) {
           }
           if (hang_after >= 0 && calls->fetch_add(1) >= hang_after) {
             static std::once_flag announced;
+            await_own_completion();
             std::call_once(announced, [] { Say("hang"); });
             while (true) pause();  // killed here
           }
@@ -224,6 +243,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::unique_ptr<Worker>> worker =
       (*engine)->StartWorker(flow, options);
   if (!worker.ok()) return Fail(worker.status());
+  running.store(worker->get());
   Say("ready");
   while (!g_stop && !(*worker)->WaitFor(absl::Milliseconds(20))) {
   }
