@@ -327,12 +327,7 @@ void WorkerImpl::ReleaseUnstarted() {
   absl::Status released = engine_.ReleaseTasks(leases);
   absl::MutexLock lock(&s.mu);
   if (released.ok()) s.stats.released += static_cast<int64_t>(leases.size());
-  for (const Lease& l : leases) {
-    auto it = s.in_flight.find(l.key);
-    if (it != s.in_flight.end() && it->second.attempt == l.attempt) {
-      s.in_flight.erase(it);
-    }
-  }
+  for (const Lease& l : leases) s.EndInFlight(l.key, l.attempt);
   if (!released.ok()) {
     Log(LogLevel::kWarning,
         StrCat("releasing ", leases.size(), " unstarted tasks failed (",

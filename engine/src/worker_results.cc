@@ -34,15 +34,14 @@ bool WorkerImpl::ResultsDue(absl::Time now) const {
 void WorkerImpl::RecordLoop() {
   CallBackoff backoff;
   while (AwaitResultsDue()) {
-    bool recorded = RecordResults();
     absl::Time retry_at = absl::InfinitePast();
-    if (recorded) {
+    if (RecordResults()) {
       backoff.Succeeded();
     } else {
       retry_at = backoff.Failed(absl::Now());
     }
     absl::MutexLock lock(&shared_->mu);
-    if (!recorded) shared_->record_retry_at = retry_at;
+    shared_->record_retry_at = retry_at;
     if (shared_->stopping) shared_->poked = true;
   }
 }
@@ -80,10 +79,7 @@ bool WorkerImpl::RecordResults() {
     s.recording = results.size();
     s.poked = true;  // the dispatcher may claim into their room meanwhile
     for (const TaskResult& r : results) {
-      auto it = s.in_flight.find(r.key);
-      if (it != s.in_flight.end() && it->second.attempt == r.attempt) {
-        it->second.recording = true;
-      }
+      if (auto* f = s.InFlightOf(r.key, r.attempt)) f->recording = true;
     }
   }
   if (results.empty()) return true;
@@ -91,17 +87,8 @@ bool WorkerImpl::RecordResults() {
       TracedRecordResults(engine_, *shared_, std::move(results), id());
   absl::MutexLock lock(&s.mu);
   s.recording = 0;
-  // A task's entry belongs to its latest attempt: a result of an older one
-  // must not end the newer attempt's lease.
-  auto finish = [&s](const TaskKey& key,
-                     int attempt) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
-    auto it = s.in_flight.find(key);
-    if (it != s.in_flight.end() && it->second.attempt == attempt) {
-      s.in_flight.erase(it);
-    }
-  };
   for (const RecordedResults::Recorded& r : recorded.recorded) {
-    finish(r.key, r.attempt);
+    s.EndInFlight(r.key, r.attempt);
     if (r.replaced) ++s.stats.rejected;
     switch (r.disposition) {
       case ResultDisposition::kCompleted:
@@ -121,19 +108,13 @@ bool WorkerImpl::RecordResults() {
     }
   }
   for (const TaskResult& r : recorded.dropped) {
-    finish(r.key, r.attempt);  // so its lease lapses
+    s.EndInFlight(r.key, r.attempt);  // so its lease lapses
     ++s.stats.unrecorded;
   }
   for (const TaskResult& r : recorded.retry) {
-    auto it = s.in_flight.find(r.key);
-    if (it != s.in_flight.end() && it->second.attempt == r.attempt) {
-      it->second.recording = false;
-    }
+    if (auto* f = s.InFlightOf(r.key, r.attempt)) f->recording = false;
   }
-  if (recorded.retry.empty()) {
-    s.record_retry_at = absl::InfinitePast();
-    return true;
-  }
+  if (recorded.retry.empty()) return true;
   if (s.closed) {
     // The drain deadline passed during this call: nobody retries.
     s.stats.unrecorded += static_cast<int64_t>(recorded.retry.size());

@@ -62,6 +62,21 @@ struct WorkerShared {
     return nullptr;
   }
 
+  // The in-flight entry of `key` if it belongs to `attempt`, else null: an
+  // entry belongs to its task's latest attempt.
+  InFlight* InFlightOf(const TaskKey& key, int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    auto it = in_flight.find(key);
+    if (it == in_flight.end() || it->second.attempt != attempt) return nullptr;
+    return &it->second;
+  }
+  // Ends the entry of `key` if it belongs to `attempt`: the result or
+  // release of an older attempt must not end a newer attempt's lease.
+  void EndInFlight(const TaskKey& key, int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    if (InFlightOf(key, attempt) != nullptr) in_flight.erase(key);
+  }
+
   // The metrics of a step of one of the served flows; null if none.
   StepMetrics* MetricsFor(std::string_view flow_slug, int step_index) const {
     for (size_t f = 0; f < flows.size(); ++f) {
