@@ -19,6 +19,7 @@ namespace sluice::contract {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
 
@@ -57,6 +58,41 @@ TEST_P(BackendContractTest, InsertRuns_SameIdTwiceInOneBatch_FailsAndAddsNone) {
     std::unique_ptr<Transaction> tx = Begin();
     EXPECT_EQ(WriteCode(*tx, tx->InsertRuns(Movable({MakeRun(1), MakeRun(1)}))),
               absl::StatusCode::kAlreadyExists);
+  }
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<RunRecord> runs,
+      Begin()->ListRuns(RunQuery::OfFlow("", 10), Fields::kAll));
+  EXPECT_THAT(runs, IsEmpty());
+}
+
+TEST_P(BackendContractTest,
+       InsertRuns_LentInputs_StoresEachInPlaceOfTheRecords) {
+  const Json lent = J(R"([1,{"a":[2,3]},"x"])");
+  RunRecord borrower = MakeRun(1);
+  borrower.input = Json();  // the engine leaves it null when it lends one
+  RunRecord owner = MakeRun(2);
+  owner.input = J(R"({"own":true})");
+  const std::vector<const Json*> inputs = {&lent, nullptr};
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.InsertRuns(Movable({borrower, owner}), inputs));
+  });
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<std::optional<RunRecord>> got,
+      Begin()->GetRuns({{RunNo(1), RunNo(2)}}, LockMode::kNone, Fields::kAll));
+  ASSERT_TRUE(got[0].has_value() && got[1].has_value());
+  EXPECT_EQ(Text(got[0]->input), R"([1,{"a":[2,3]},"x"])");
+  EXPECT_EQ(Text(got[1]->input), R"({"own":true})");
+}
+
+TEST_P(BackendContractTest, InsertRuns_InputsNotOnePerRun_FailsAndAddsNone) {
+  const Json lent = J("[1]");
+  const std::vector<const Json*> inputs = {&lent};
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    absl::Status inserted =
+        tx->InsertRuns(Movable({MakeRun(1), MakeRun(2)}), inputs);
+    EXPECT_EQ(inserted.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(inserted.message(), HasSubstr("1 inputs for 2 runs"));
   }
   ASSERT_OK_AND_ASSIGN(
       std::vector<RunRecord> runs,

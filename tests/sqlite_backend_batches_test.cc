@@ -19,6 +19,7 @@
 #include "sluice/json.h"
 #include "sluice/records.h"
 #include "sqlite_backend.h"
+#include "sqlite_rows.h"
 #include "support/sqlite_test_support.h"
 
 namespace sluice {
@@ -318,6 +319,17 @@ TEST_F(SqliteBackendTest, GetTaskOutputs_SeveralSteps_ByTaskIndex) {
   EXPECT_THAT(outputs[1].outputs, IsEmpty());
   EXPECT_THAT(outputs[2].outputs, IsEmpty());
   EXPECT_THAT(outputs[3].outputs, ElementsAre(J("0"), std::nullopt, J("2")));
+}
+
+// GetTaskOutputs places each output as it is read; a step read out of task
+// order (another plan) is put back in it.
+TEST_F(SqliteBackendTest, SortByTaskIndex_OutOfOrder_PutsOutputsInTaskOrder) {
+  std::vector<std::optional<Json>> outputs = {J("\"c\""), std::nullopt,
+                                              J("\"a\"")};
+  sqlite_internal::SortByTaskIndex({2, 1, 0}, outputs);
+  EXPECT_THAT(outputs, ElementsAre(J("\"a\""), std::nullopt, J("\"c\"")));
+  sqlite_internal::SortByTaskIndex({0, 1, 2}, outputs);  // in order: kept
+  EXPECT_THAT(outputs, ElementsAre(J("\"a\""), std::nullopt, J("\"c\"")));
 }
 
 // 500 runs in each call: one statement per call, whatever the batch size.

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "run_deletion.h"
+#include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::memory {
@@ -150,8 +151,12 @@ absl::StatusOr<bool> MemoryTransaction::DeleteQueue(std::string_view name) {
 
 // --- Runs -------------------------------------------------------------------
 
-absl::Status MemoryTransaction::InsertRuns(std::span<RunRecord> runs) {
-  return Apply([&] { return store().runs.InsertRuns(runs, undo()); });
+absl::Status MemoryTransaction::InsertRuns(
+    std::span<RunRecord> runs, std::span<const Json* const> inputs) {
+  return Apply([&] {
+    SLUICE_RETURN_IF_ERROR(CheckRunInputs(runs.size(), inputs.size()));
+    return store().runs.InsertRuns(runs, inputs, undo());
+  });
 }
 
 absl::StatusOr<std::vector<std::optional<RunRecord>>>

@@ -55,9 +55,12 @@ RunRecord CopyOfRun(const RunRecord& run, Fields fields) {
 
 // --- Runs --------------------------------------------------------------------
 
-absl::Status RunTable::InsertRuns(std::span<RunRecord> runs, UndoLog& undo) {
+absl::Status RunTable::InsertRuns(std::span<RunRecord> runs,
+                                  std::span<const Json* const> inputs,
+                                  UndoLog& undo) {
   by_id_.reserve(by_id_.size() + runs.size());
-  for (RunRecord& run : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    RunRecord& run = runs[i];
     if (!run.external_key.empty() &&
         FindByKey(run.flow_slug, run.external_key) != nullptr) {
       return absl::AlreadyExistsError(
@@ -69,6 +72,8 @@ absl::Status RunTable::InsertRuns(std::span<RunRecord> runs, UndoLog& undo) {
       return absl::AlreadyExistsError(
           StrCat("run ", run.run_id.ToString(), " already exists"));
     }
+    // The store owns its copy of an input the caller lends.
+    if (i < inputs.size() && inputs[i] != nullptr) run.input = *inputs[i];
     RunEntry& entry = entries_.Add(
         RunEntry{.run = Stored(std::move(run)), .sequence = next_sequence_++});
     it->second = &entry;

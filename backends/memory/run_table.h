@@ -54,7 +54,8 @@ class RunTable {
   // Moves from `runs`. Stops at the first run whose id, or whose non-empty
   // (flow_slug, external_key), exists (kAlreadyExists); the caller rolls
   // back those inserted before it.
-  absl::Status InsertRuns(std::span<RunRecord> runs, UndoLog& undo);
+  absl::Status InsertRuns(std::span<RunRecord> runs,
+                          std::span<const Json* const> inputs, UndoLog& undo);
   // One entry per id, in order.
   std::vector<std::optional<RunRecord>> GetRuns(std::span<const RunId> run_ids,
                                                 Fields fields) const;

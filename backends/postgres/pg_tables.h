@@ -65,7 +65,8 @@ class PgTables {
   absl::Status SetQueuePaused(std::string_view name, bool paused);
   absl::StatusOr<bool> DeleteQueue(std::string_view name);
 
-  absl::Status InsertRuns(std::span<const RunRecord> runs);
+  absl::Status InsertRuns(std::span<const RunRecord> runs,
+                          std::span<const Json* const> inputs);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
       std::span<const RunId> run_ids, LockMode lock, Fields fields);
   absl::Status UpdateRuns(std::span<const RunRecord> runs);

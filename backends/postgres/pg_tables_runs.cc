@@ -135,11 +135,13 @@ const std::string& ListRuns(const RunQuery& query, Fields fields) {
 
 }  // namespace sql
 
-absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs) {
+absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs,
+                                  std::span<const Json* const> run_inputs) {
   if (runs.empty()) return absl::OkStatus();
   ArrayLiteral ids, flows, statuses, remaining, errors, started, finished,
       inputs, outputs, priorities, keys, metadata, options, cancels;
-  for (const RunRecord& run : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const RunRecord& run = runs[i];
     priorities.Int(run.priority);
     keys.Text(run.external_key);
     metadata.OptionalJson(NullIsAbsent(run.metadata));
@@ -152,7 +154,7 @@ absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs) {
     errors.Text(run.error);
     started.Time(run.started_at);
     finished.OptionalTime(run.finished_at);
-    inputs.Json(run.input);
+    inputs.Json(RunInputToStore(run, run_inputs, i));
     outputs.OptionalJson(run.output);
   }
   Send(sql::kInsertRuns,

@@ -198,8 +198,12 @@ absl::StatusOr<bool> PostgresTransaction::DeleteQueue(std::string_view name) {
   return Guarded([&] { return tables_.DeleteQueue(name); });
 }
 
-absl::Status PostgresTransaction::InsertRuns(std::span<RunRecord> runs) {
-  return Guarded([&] { return tables_.InsertRuns(runs); });
+absl::Status PostgresTransaction::InsertRuns(
+    std::span<RunRecord> runs, std::span<const Json* const> inputs) {
+  return Guarded([&] {
+    SLUICE_RETURN_IF_ERROR(CheckRunInputs(runs.size(), inputs.size()));
+    return tables_.InsertRuns(runs, inputs);
+  });
 }
 
 absl::StatusOr<std::vector<std::optional<RunRecord>>>

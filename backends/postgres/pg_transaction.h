@@ -113,7 +113,9 @@ class PostgresTransaction final : public Transaction,
   absl::StatusOr<std::vector<QueueRecord>> ListQueues() override;
   absl::Status SetQueuePaused(std::string_view name, bool paused) override;
 
-  absl::Status InsertRuns(std::span<RunRecord> runs) override;
+  using Transaction::InsertRuns;
+  absl::Status InsertRuns(std::span<RunRecord> runs,
+                          std::span<const Json* const> inputs) override;
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
       std::span<const RunId> run_ids, LockMode lock, Fields fields) override;
   absl::Status UpdateRuns(std::span<RunRecord> runs) override;

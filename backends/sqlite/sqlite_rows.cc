@@ -1,5 +1,7 @@
 #include "sqlite_rows.h"
 
+#include <algorithm>
+#include <numeric>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -383,6 +385,20 @@ void BindServed(Statement& statement, int index,
                                         {"steps", std::move(steps)}});
   }
   statement.BindText(index, SerializeJson(Json(std::move(flows))));
+}
+
+void SortByTaskIndex(const std::vector<int32_t>& task_indexes,
+                     std::vector<std::optional<Json>>& outputs) {
+  if (std::is_sorted(task_indexes.begin(), task_indexes.end())) return;
+  std::vector<size_t> order(task_indexes.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return task_indexes[a] < task_indexes[b];
+  });
+  std::vector<std::optional<Json>> sorted;
+  sorted.reserve(outputs.size());
+  for (size_t i : order) sorted.push_back(std::move(outputs[i]));
+  outputs = std::move(sorted);
 }
 
 }  // namespace sluice::sqlite_internal

@@ -130,6 +130,11 @@ WorkerRecord ReadWorker(const Statement& row);
 void BindServed(Statement& statement, int index,
                 const std::vector<ServedSteps>& served);
 
+// Puts a step's outputs, read with their task indexes (`task_indexes`, one
+// each, in the same order), in task order. They almost always come in it.
+void SortByTaskIndex(const std::vector<int32_t>& task_indexes,
+                     std::vector<std::optional<Json>>& outputs);
+
 }  // namespace sluice::sqlite_internal
 
 #endif  // SLUICE_BACKENDS_SQLITE_SQLITE_ROWS_H_

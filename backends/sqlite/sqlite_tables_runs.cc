@@ -33,7 +33,8 @@ absl::Status CounterOutOfRange(std::string_view counter) {
 
 // --- Runs ------------------------------------------------------------------
 
-absl::Status SqliteTables::InsertRuns(std::span<const RunRecord> runs) {
+absl::Status SqliteTables::InsertRuns(std::span<const RunRecord> runs,
+                                      std::span<const Json* const> inputs) {
   constexpr std::string_view kOperation = "InsertRuns";
   if (runs.empty()) return absl::OkStatus();
   int64_t last_seq = 0;
@@ -59,7 +60,7 @@ absl::Status SqliteTables::InsertRuns(std::span<const RunRecord> runs) {
         .AddInt(run.cancel_requested ? 1 : 0);
     AddNullableJson(rows, run.metadata);
     AddNullableJson(rows, run.options);
-    AddJson(rows, run.input);
+    AddJson(rows, RunInputToStore(run, inputs, i));
     AddOptionalJson(rows, run.output);
   }
   SLUICE_ASSIGN_OR_RETURN(Statement insert,

@@ -231,36 +231,30 @@ absl::StatusOr<std::vector<StepOutputs>> SqliteTables::GetTaskOutputs(
   SLUICE_ASSIGN_OR_RETURN(Statement get,
                           Prepare(sql::kGetTaskOutputs, "GetTaskOutputs"));
   get.BindRows(1, rows);
-  struct Output {
-    int64_t row;  // of the batch
-    int64_t task_index;
-    std::optional<Json> value;
-  };
-  std::vector<Output> read;
+  // Each output goes straight to its step as it is read, so a map's
+  // outputs are held once. The join walks the batch, then each step's tasks
+  // by primary key, so they come in task order; `task_indexes` only checks
+  // that, and puts a step back in order if a plan ever walks it otherwise.
+  std::vector<std::vector<int32_t>> task_indexes(steps.size());
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, get.Step());
     if (!row) break;
-    Output& output = read.emplace_back(Output{get.Int(0), get.Int(1), {}});
+    const size_t position = position_of[get.Int(0)];
+    const int64_t task_index = get.Int(1);
+    StepOutputs& step = outputs[position];
+    task_indexes[position].push_back(static_cast<int32_t>(task_index));
+    std::optional<Json>& output = step.outputs.emplace_back();
     if (get.IsNull(2)) continue;
     absl::StatusOr<Json> value = ParseStoredJson(
-        get.Text(2), StrCat("task output of task ", output.task_index));
+        get.Text(2), StrCat("task output of task ", task_index));
     if (value.ok()) {
-      output.value = std::move(*value);
-    } else {
-      std::string& unreadable = outputs[position_of[output.row]].unreadable;
-      if (unreadable.empty()) unreadable = ToStd(value.status().message());
+      output = std::move(*value);
+    } else if (step.unreadable.empty()) {
+      step.unreadable = ToStd(value.status().message());
     }
   }
-  // They come in batch order, and each step's in primary key (task) order;
-  // this only checks.
-  auto in_order = [](const Output& a, const Output& b) {
-    return a.row != b.row ? a.row < b.row : a.task_index < b.task_index;
-  };
-  if (!std::is_sorted(read.begin(), read.end(), in_order)) {
-    std::sort(read.begin(), read.end(), in_order);
-  }
-  for (Output& output : read) {
-    outputs[position_of[output.row]].outputs.push_back(std::move(output.value));
+  for (size_t i = 0; i < steps.size(); ++i) {
+    SortByTaskIndex(task_indexes[i], outputs[i].outputs);
   }
   return outputs;
 }

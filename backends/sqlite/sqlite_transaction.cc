@@ -199,8 +199,12 @@ absl::Status SqliteTransaction::SetQueuePaused(std::string_view name,
   return Guarded([&] { return tables_.SetQueuePaused(name, paused); });
 }
 
-absl::Status SqliteTransaction::InsertRuns(std::span<RunRecord> runs) {
-  return Guarded([&] { return tables_.InsertRuns(runs); });
+absl::Status SqliteTransaction::InsertRuns(
+    std::span<RunRecord> runs, std::span<const Json* const> inputs) {
+  return Guarded([&] {
+    SLUICE_RETURN_IF_ERROR(CheckRunInputs(runs.size(), inputs.size()));
+    return tables_.InsertRuns(runs, inputs);
+  });
 }
 
 absl::StatusOr<std::vector<std::optional<RunRecord>>>

@@ -62,7 +62,9 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
     s.step_slug = step.shape->slug;
     s.remaining_deps = static_cast<int>(step.dependencies.size());
     if (step.is_root_map) {
-      s.initial_tasks = static_cast<int>(input.as_array().size());
+      const Json& given =
+          settings.lasting_input ? *settings.lasting_input : input;
+      s.initial_tasks = static_cast<int>(given.as_array().size());
     } else if (step.shape->kind != StepKind::kMap) {
       s.initial_tasks = 1;
     }
@@ -72,7 +74,7 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
                        /*fresh=*/true, /*payloads_loaded=*/true);
   progress.not_before_ = settings.not_before;
   progress.lasting_input_ = settings.lasting_input;
-  progress.Emit(EventKind::kRunStarted, -1, &progress.run_.input);
+  progress.Emit(EventKind::kRunStarted, -1, &progress.input());
   return progress;
 }
 
@@ -174,7 +176,7 @@ absl::StatusOr<Json> RunProgress::StepInput(int step) {
   boost::json::object input;
   const CompiledStep& s = ctx_.flow.step(step);
   input.reserve(1 + s.dependencies.size());
-  input.emplace("run", run_.input);
+  input.emplace("run", this->input());
   for (int dep : s.dependencies) {
     const StepStateRecord& d = steps_[dep];
     if (d.status == StepStatus::kCompleted && d.output.has_value()) {
@@ -268,7 +270,7 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
                                            lasting_input_);  // not owned
   } else {
     elements = std::make_shared<const Json>(
-        s.is_root_map ? run_.input : *state(s.dependencies.front()).output);
+        s.is_root_map ? this->input() : *state(s.dependencies.front()).output);
   }
   new_maps_[step] = ctx_.writes.CreateMapTasks({.prototype = std::move(task),
                                                 .elements = std::move(elements),
@@ -593,7 +595,7 @@ void RunProgress::Finish() {
     }
   }
   if (fresh_) {
-    ctx_.writes.InsertRun(std::move(run_));
+    ctx_.writes.InsertRun(std::move(run_), lasting_input_);
     for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
     return;
   }

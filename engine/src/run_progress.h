@@ -49,9 +49,9 @@ class RunProgress {
     std::optional<absl::Time> not_before;
     // Default: now. A run re-created in place keeps its first start time.
     std::optional<absl::Time> started_at;
-    // The caller's own copy of the input, if it lives until the batch is
-    // flushed: a root map then reads its elements there instead of keeping
-    // a copy of them for the batch.
+    // The caller's own input, if it lives until the batch is flushed; the
+    // run's `input` is then null. The run keeps no copy: its root map reads
+    // the elements there, and the batch stores the input from there.
     const Json* lasting_input = nullptr;
   };
 
@@ -66,6 +66,10 @@ class RunProgress {
               std::vector<StepStateRecord> steps, Fields fields);
 
   const RunRecord& run() const { return run_; }
+  // The run's input: its record's, or a new run's lasting input.
+  const Json& input() const {
+    return lasting_input_ != nullptr ? *lasting_input_ : run_.input;
+  }
   const CompiledFlow& flow() const { return ctx_.flow; }
   bool ended() const { return IsTerminal(run_.status); }
   // Whether `count` more completions finish `step` (to fetch its outputs

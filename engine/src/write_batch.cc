@@ -283,7 +283,13 @@ absl::Status WriteBatch::UpdateCounted(Transaction& tx) {
 
 absl::Status WriteBatch::Flush(Transaction& tx, absl::Time now,
                                TransactionEffects& effects) {
-  if (!new_runs_.empty()) SLUICE_RETURN_IF_ERROR(tx.InsertRuns(new_runs_));
+  if (!new_runs_.empty()) {
+    SLUICE_RETURN_IF_ERROR(tx.InsertRuns(new_runs_, new_run_inputs_));
+    // Stored: a run's input (a whole map's array) is not held while its
+    // tasks are written below.
+    std::vector<RunRecord>().swap(new_runs_);
+    new_run_inputs_.clear();
+  }
   if (!new_step_states_.empty()) {
     SLUICE_RETURN_IF_ERROR(tx.InsertStepStates(new_step_states_));
   }

@@ -25,7 +25,12 @@ class WriteBatch {
     size_t index = 0;
   };
 
-  void InsertRun(RunRecord run) { new_runs_.push_back(std::move(run)); }
+  // `lent_input`, if set, is the run's input (its record's is null), which
+  // its owner keeps until Flush.
+  void InsertRun(RunRecord run, const Json* lent_input = nullptr) {
+    new_runs_.push_back(std::move(run));
+    new_run_inputs_.push_back(lent_input);
+  }
   void InsertStepState(StepStateRecord s) {
     new_step_states_.push_back(std::move(s));
   }
@@ -165,6 +170,7 @@ class WriteBatch {
   };
 
   std::vector<RunRecord> new_runs_;
+  std::vector<const Json*> new_run_inputs_;  // one per new run
   std::vector<StepStateRecord> new_step_states_;
   std::vector<TaskRecord> new_tasks_;
   std::vector<OutgoingMessage> new_messages_;  // one per new task

@@ -47,6 +47,21 @@ TEST_P(Events, EmptyMap_EmitsOnlyStepCompleted) {
                                  "run:completed"));
 }
 
+// StartRun lends the caller's input to the new run (decision 0061): the
+// event, the stored run and the map's tasks all read it.
+TEST_P(Events, RootMap_StartedEventAndStoredRunCarryTheCallersInput) {
+  Flow flow("lent_events");
+  flow.Map("each", Echo());
+  Deploy(flow);
+  const Json input = J(R"([1,{"a":[2]}])");
+  RunId id = Start(flow, input);
+  ASSERT_FALSE(events_.empty());
+  EXPECT_EQ(*events_[0].value, input);
+  EXPECT_EQ(View(id).run.input, input);
+  Drive(flow);
+  EXPECT_EQ(View(id).run.output, J(R"({"each":[1,{"a":[2]}]})"));
+}
+
 TEST_P(Events, ConditionFailure_StepFailedBeforeRunFailed) {
   Flow flow("fail_events");
   flow.Step(

@@ -33,9 +33,10 @@ class SimBackend::Tx : public ForwardingTransaction {
       absl::Time created_before, int limit) override {
     return Took(ForwardingTransaction::TakeStaleReports(created_before, limit));
   }
-  absl::Status InsertRuns(std::span<RunRecord> runs) override {
+  absl::Status InsertRuns(std::span<RunRecord> runs,
+                          std::span<const Json* const> inputs) override {
     for (const RunRecord& r : runs) touched_.push_back(r.run_id);
-    return ForwardingTransaction::InsertRuns(runs);
+    return ForwardingTransaction::InsertRuns(runs, inputs);
   }
   absl::Status UpdateRuns(std::span<RunRecord> runs) override {
     for (const RunRecord& r : runs) touched_.push_back(r.run_id);

@@ -57,6 +57,21 @@ namespace sluice {
 // whose transactions run one at a time treats both as kForUpdate.
 enum class LockMode { kNone, kForUpdate, kSkipLocked };
 
+// For Transaction::InsertRuns: kInvalidArgument unless `inputs` is empty or
+// has one entry per run.
+inline absl::Status CheckRunInputs(size_t runs, size_t inputs) {
+  if (inputs == 0 || inputs == runs) return absl::OkStatus();
+  return absl::InvalidArgumentError("InsertRuns got " + std::to_string(inputs) +
+                                    " inputs for " + std::to_string(runs) +
+                                    " runs; pass none, or one per run");
+}
+// The input Transaction::InsertRuns stores for `run`, the `i`th.
+inline const Json& RunInputToStore(const RunRecord& run,
+                                   std::span<const Json* const> inputs,
+                                   size_t i) {
+  return i < inputs.size() && inputs[i] != nullptr ? *inputs[i] : run.input;
+}
+
 // Which JSON a read fills. kNoPayloads leaves run input and output, step
 // outputs, task input and output, and message bodies empty, for paths that
 // only need state; it must not even parse them.
@@ -211,9 +226,18 @@ class Transaction {
 
   // --- Runs ---------------------------------------------------------------
 
-  // May move from `runs`. kAlreadyExists if any run id exists, or any
+  // May move from `runs`. `inputs` is empty, or has one entry per run:
+  // where one is set, it is the input stored for that run (whose record's
+  // own input is left null), read in place while the call lasts, so a run
+  // started from a caller's input needs no copy of it. kInvalidArgument if
+  // `inputs` has another size. kAlreadyExists if any run id exists, or any
   // (flow_slug, external_key) with a non-empty key.
-  virtual absl::Status InsertRuns(std::span<RunRecord> runs) = 0;
+  virtual absl::Status InsertRuns(std::span<RunRecord> runs,
+                                  std::span<const Json* const> inputs) = 0;
+  // Every run's input in its record.
+  absl::Status InsertRuns(std::span<RunRecord> runs) {
+    return InsertRuns(runs, {});
+  }
   // One entry per id, in order; nullopt where no such run exists (or, with
   // kSkipLocked, where another transaction holds it). With kForUpdate or
   // kSkipLocked, locks the rows in the order given (the engine passes

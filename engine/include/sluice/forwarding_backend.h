@@ -91,9 +91,11 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("CreateQueue"));
     return target_->CreateQueue(queue);
   }
-  absl::Status InsertRuns(std::span<RunRecord> runs) override {
+  using Transaction::InsertRuns;
+  absl::Status InsertRuns(std::span<RunRecord> runs,
+                          std::span<const Json* const> inputs) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("InsertRuns"));
-    return target_->InsertRuns(runs);
+    return target_->InsertRuns(runs, inputs);
   }
   absl::StatusOr<std::vector<std::optional<RunRecord>>> GetRuns(
       std::span<const RunId> run_ids, LockMode lock, Fields fields) override {

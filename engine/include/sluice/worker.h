@@ -18,8 +18,10 @@ namespace sluice {
 struct WorkerOptions {
   int concurrency = 10;  // handlers running at once
   // Messages read per claim. The worker holds at most
-  // max(concurrency, batch_size) claimed tasks, so a batch larger than the
-  // concurrency prefetches; their leases are extended while they wait.
+  // max(concurrency, batch_size) claimed tasks that wait for a handler, run,
+  // or wait for their results to be recorded, plus the batch of results
+  // being recorded (decision 0060). A batch larger than the concurrency
+  // prefetches; leases of waiting tasks are extended.
   int batch_size = 10;
   absl::Duration poll_interval = absl::Seconds(1);
   // How often leases of claimed tasks are extended and the worker's
