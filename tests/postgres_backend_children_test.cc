@@ -57,10 +57,10 @@ TEST(PostgresChildrenUpgradeTest, Version4Database_MigratesAndTakesFanOut) {
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok()) << report->ToString();
   EXPECT_EQ(report->installed_version, LatestPostgresSchemaVersion());
-  EXPECT_THAT(QueryText(url,
-                        "SELECT indexdef FROM pg_indexes WHERE schemaname = "
-                        "'sluice' AND indexname = 'tasks_unfinished'"),
-              HasSubstr("'waiting'"));
+  EXPECT_EQ(QueryText(url,
+                      "SELECT count(*) FROM pg_indexes WHERE schemaname = "
+                      "'sluice' AND indexname = 'tasks_unfinished'"),
+            "0");
   for (const char* table : {"sluice.child_links", "sluice.child_reports"}) {
     for (const char* privilege : {"SELECT", "INSERT", "UPDATE", "DELETE"}) {
       EXPECT_EQ(QueryText(url, StrCat("SELECT has_table_privilege("

@@ -436,9 +436,9 @@ TEST_F(SqliteBackendTest, Open_Version3File_UpgradesToTheNewLayout) {
             StrCat(SqliteBackend::kSchemaVersion));
   EXPECT_EQ(Layout(path()), Layout(fresh));
   EXPECT_THAT(raw.Rows("PRAGMA integrity_check"), ElementsAre("ok"));
-  EXPECT_THAT(raw.Value("SELECT sql FROM sqlite_schema "
-                        "WHERE name = 'tasks_unfinished'"),
-              HasSubstr("'waiting'"));
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM sqlite_schema "
+                      "WHERE name = 'tasks_unfinished'"),
+            "0");
 }
 
 TEST_F(SqliteBackendTest, Open_Version3File_KeepsTasksAndTakesFanOut) {
@@ -465,6 +465,27 @@ TEST_F(SqliteBackendTest, Open_Version1File_UpgradesThroughToFanOut) {
   std::unique_ptr<Transaction> txn = Begin(*backend);
   ExpectFanOutWorks(*txn);
   EXPECT_TRUE(txn->Commit().ok());
+}
+
+TEST_F(SqliteBackendTest, Open_Version5File_DropsTheUnfinishedTasksIndex) {
+  const std::string fresh = path() + ".fresh";
+  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+  // A version 5 file: today's layout with the index version 6 dropped.
+  ASSERT_TRUE(SqliteBackend::Open(path()).ok());
+  RawDatabase(path()).Exec(
+      "CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, "
+      "task_index) WHERE status IN ('queued', 'started', 'waiting'); "
+      "PRAGMA user_version = 5");
+
+  ASSERT_NE(Open(), nullptr);
+
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM sqlite_schema "
+                      "WHERE name = 'tasks_unfinished'"),
+            "0");
+  EXPECT_EQ(Layout(path()), Layout(fresh));
 }
 
 TEST_F(SqliteBackendTest, Open_Version3FileThatCannotUpgrade_ChangesNothing) {

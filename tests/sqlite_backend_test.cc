@@ -73,7 +73,7 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
                   "child_links_uncascaded", "dedupe_expiring", "messages_claim",
                   "messages_visible", "outbox_by_created", "runs_by_flow",
                   "runs_by_key", "runs_by_start", "runs_by_status",
-                  "runs_finished", "tasks_stalled", "tasks_unfinished"));
+                  "runs_finished", "tasks_stalled"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {

@@ -516,7 +516,8 @@ inline constexpr auto kUpdateTasks =
 inline constexpr auto kUpdateTasksSkipLocked =
     Join(kUpdateTasksInput.text, " SKIP LOCKED", kUpdateTasksSet);
 
-// The status list is tasks_unfinished's predicate (0005 added 'waiting').
+// A run's (or step's) tasks by primary key, the ended ones skipped: no index
+// holds only unfinished tasks (migration 0011, decision 0062).
 inline constexpr char kUnfinishedOfRun[] =
     " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.status IN "
     "('queued', 'started', 'waiting') ORDER BY t.step_index, t.task_index "

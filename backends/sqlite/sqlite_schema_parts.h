@@ -260,8 +260,6 @@ CREATE TABLE tasks (
 ) WITHOUT ROWID;
 )sql",
                                     R"sql(
-CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)
-  WHERE status IN ('queued', 'started', 'waiting');
 CREATE INDEX tasks_stalled ON tasks (stall_at) WHERE status = 'started';
 )sql"};
 

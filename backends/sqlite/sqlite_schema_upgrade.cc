@@ -98,6 +98,13 @@ constexpr char kIndexesV5[] = R"sql(
 CREATE INDEX IF NOT EXISTS runs_by_status ON runs (status, started_at, run_id);
 )sql";
 
+// Version 6 (docs/decisions/0062): no index of unfinished tasks. The few
+// statements that want them read the run's tasks by primary key instead,
+// and every task's status change no longer rewrites an index entry.
+constexpr char kIndexesV6[] = R"sql(
+DROP INDEX IF EXISTS tasks_unfinished;
+)sql";
+
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
   return ExecuteSchemaSql(db, sql, what);
 }
@@ -158,13 +165,19 @@ absl::Status MigrateV4ToV5(sqlite3* db) {
   return Execute(db, kIndexesV5, "upgrade schema version 4 to 5");
 }
 
+// Version 5 to 6 (see kIndexesV6).
+absl::Status MigrateV5ToV6(sqlite3* db) {
+  return Execute(db, kIndexesV6, "upgrade schema version 5 to 6");
+}
+
 }  // namespace
 
 absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
   if (version == 1) SLUICE_RETURN_IF_ERROR(MigrateV1ToV2(db));
   if (version <= 2) SLUICE_RETURN_IF_ERROR(MigrateV2ToV3(db));
   if (version <= 3) SLUICE_RETURN_IF_ERROR(MigrateV3ToV4(db));
-  return MigrateV4ToV5(db);
+  if (version <= 4) SLUICE_RETURN_IF_ERROR(MigrateV4ToV5(db));
+  return MigrateV5ToV6(db);
 }
 
 }  // namespace sluice::sqlite_internal

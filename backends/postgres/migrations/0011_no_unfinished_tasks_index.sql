@@ -1,0 +1,15 @@
+-- Sluice schema: no index of unfinished tasks.
+--
+-- tasks_unfinished (run_id, step_index, task_index) WHERE status IN
+-- ('queued', 'started', 'waiting') repeated the primary key's columns for
+-- the tasks not yet ended. Only ending a run or a step early (fail, skip,
+-- cancel) and a cancel request read it, but every task paid for it: an entry
+-- at insert and another when it started (the status change makes that
+-- update non-HOT, so every index gets one). Those statements now read the
+-- run's tasks, or the step's, by primary key and skip the ended ones: one
+-- pass over a run's tasks when it ends early, in key order as before.
+-- See docs/decisions/0062-no-unfinished-tasks-index.md.
+--
+-- Hot statements and the index that serves each:
+--   a run's or step's unfinished tasks   tasks_pkey (then a filter)
+DROP INDEX sluice.tasks_unfinished;
