@@ -73,7 +73,10 @@ absl::Status RunTable::InsertRuns(std::span<RunRecord> runs,
           StrCat("run ", run.run_id.ToString(), " already exists"));
     }
     // The store owns its copy of an input the caller lends.
-    if (i < inputs.size() && inputs[i] != nullptr) run.input = *inputs[i];
+    if (const Json& input = RunInputToStore(run, inputs, i);
+        &input != &run.input) {
+      run.input = input;
+    }
     RunEntry& entry = entries_.Add(
         RunEntry{.run = Stored(std::move(run)), .sequence = next_sequence_++});
     it->second = &entry;
