@@ -518,22 +518,23 @@ inline constexpr auto kUpdateTasksSkipLocked =
 
 // A run's (or step's) tasks by primary key, the ended ones skipped: no index
 // holds only unfinished tasks (migration 0011, decision 0062).
-inline constexpr char kUnfinishedOfRun[] =
-    " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.status IN "
-    "('queued', 'started', 'waiting') ORDER BY t.step_index, t.task_index "
-    "FOR NO KEY UPDATE OF t";
-inline constexpr char kUnfinishedOfStep[] =
-    " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.step_index = $2 AND "
-    "t.status IN ('queued', 'started', 'waiting') ORDER BY t.task_index "
-    "FOR NO KEY UPDATE OF t";
+inline constexpr char kTaskUnfinished[] =
+    "t.status IN ('queued', 'started', 'waiting')";
+inline constexpr auto kUnfinishedOfRun =
+    Join(" FROM sluice.tasks AS t WHERE t.run_id = $1 AND ", kTaskUnfinished,
+         " ORDER BY t.step_index, t.task_index FOR NO KEY UPDATE OF t");
+inline constexpr auto kUnfinishedOfStep = Join(
+    " FROM sluice.tasks AS t WHERE t.run_id = $1 AND t.step_index = $2 "
+    "AND ",
+    kTaskUnfinished, " ORDER BY t.task_index FOR NO KEY UPDATE OF t");
 inline constexpr auto kUnfinishedOfRunAll =
-    Join("SELECT ", kTaskAll.text, kUnfinishedOfRun);
+    Join("SELECT ", kTaskAll.text, kUnfinishedOfRun.text);
 inline constexpr auto kUnfinishedOfRunState =
-    Join("SELECT ", kTaskState, kUnfinishedOfRun);
+    Join("SELECT ", kTaskState, kUnfinishedOfRun.text);
 inline constexpr auto kUnfinishedOfStepAll =
-    Join("SELECT ", kTaskAll.text, kUnfinishedOfStep);
+    Join("SELECT ", kTaskAll.text, kUnfinishedOfStep.text);
 inline constexpr auto kUnfinishedOfStepState =
-    Join("SELECT ", kTaskState, kUnfinishedOfStep);
+    Join("SELECT ", kTaskState, kUnfinishedOfStep.text);
 inline constexpr ByFields kUnfinishedOfRunSql{kUnfinishedOfRunAll,
                                               kUnfinishedOfRunState};
 inline constexpr ByFields kUnfinishedOfStepSql{kUnfinishedOfStepAll,

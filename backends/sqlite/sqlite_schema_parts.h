@@ -5,8 +5,9 @@
 // Schema version 4: version 3 plus fan-out: child_links (one row per child
 // of a parked parent task, in the parent's store) and child_reports (the
 // outbox of a child's terminal transitions, in the child's store); tasks
-// may be 'waiting' (parked), which tasks_unfinished now holds too (see
-// docs/decisions/0036-fan-out-storage.md).
+// may be 'waiting' (parked) (see docs/decisions/0036-fan-out-storage.md).
+// Version 5 added runs_by_status; version 6 dropped tasks_unfinished
+// (docs/decisions/0062-no-unfinished-tasks-index.md).
 //
 // Schema version 3: version 2 (version 1 plus jobs: priorities and FIFO
 // sequence numbers on messages, external keys, metadata and options on runs,
@@ -37,12 +38,13 @@
 //                           queue's id and FIFO sequences (ids never reused,
 //                           even after archive)
 //   tasks by message        tasks UNIQUE (queue_name, message_id)
-//   unfinished tasks        tasks_unfinished (partial: queued, started or
-//                           waiting; version 4 added waiting)
+//   unfinished tasks        the run's (or step's) tasks by PK, the ended
+//                           ones skipped: no index of their own
 //   stalled tasks           tasks_stalled (partial: started), by stall_at
 //   stale reports           outbox_by_created
 //   runs of a flow / all    runs_by_flow / runs_by_start, by (started_at,
 //                           run_id): ListRuns pages by (time, run id)
+//   runs of one status      runs_by_status (status, started_at, run_id)
 //   finished runs           runs_finished (partial: finished_at set), by
 //                           (finished_at, seq): retention takes ties in
 //                           insertion order; listing sorts ties by run id

@@ -78,19 +78,11 @@ ALTER TABLE workers ADD COLUMN served TEXT;
 )sql";
 
 // Version 3 to 4 (fan-out, docs/decisions/0036-fan-out-storage.md, and
-// schedules, 0031): the child_links, child_reports and schedules tables, and
-// tasks_unfinished rebuilt to hold
-// 'waiting' (parked) tasks too. No task is waiting in a version 3 file, so
-// the rebuilt index holds the same rows. (A version 1 file's tasks rebuild
-// above already creates the new index; dropping and creating it again is
-// harmless.)
+// schedules, 0031): the child_links, child_reports and schedules tables.
+// Version 4 also rebuilt tasks_unfinished to hold 'waiting' tasks; the
+// upgrade no longer does, since the step to version 6 drops that index.
 constexpr const TableSchema* kNewInV4[] = {&kChildLinks, &kChildReports,
                                            &kSchedules};
-constexpr char kIndexesV4[] = R"sql(
-DROP INDEX IF EXISTS tasks_unfinished;
-CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, task_index)
-  WHERE status IN ('queued', 'started', 'waiting');
-)sql";
 
 // Version 5: an index for pages of runs of one status. Upgrades from
 // versions 1 and 2 rebuild `runs` with today's indexes, so it may exist.
@@ -156,8 +148,7 @@ absl::Status MigrateV2ToV3(sqlite3* db) {
 // Version 3 to 4 (see kNewInV4).
 absl::Status MigrateV3ToV4(sqlite3* db) {
   constexpr std::string_view kWhat = "upgrade schema version 3 to 4";
-  SLUICE_RETURN_IF_ERROR(RebuildAndCreate(db, {}, kNewInV4, 3, kWhat));
-  return Execute(db, kIndexesV4, kWhat);
+  return RebuildAndCreate(db, {}, kNewInV4, 3, kWhat);
 }
 
 // Version 4 to 5 (see kIndexesV5).

@@ -290,25 +290,25 @@ inline constexpr std::string_view kUpdateTask =
 // ?1 is the run's seq. The run's (or step's) tasks are read by primary key
 // and the finished ones skipped: no index of unfinished tasks, whose upkeep
 // every task's status change paid for (decision 0062).
-inline constexpr char kUnfinishedOfRunWhere[] =
-    " FROM tasks WHERE run_seq = ?1 "
-    "AND status IN ('queued', 'started', 'waiting') "
-    "ORDER BY step_index, task_index";
+inline constexpr char kTaskUnfinished[] =
+    "status IN ('queued', 'started', 'waiting')";
+inline constexpr auto kUnfinishedOfRunWhere =
+    JoinSql(" FROM tasks WHERE run_seq = ?1 AND ", kTaskUnfinished,
+            " ORDER BY step_index, task_index");
 inline constexpr auto kUnfinishedOfRunAll =
-    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfRunWhere);
+    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfRunWhere.text);
 inline constexpr auto kUnfinishedOfRunNoPayloads =
-    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfRunWhere);
+    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfRunWhere.text);
 inline constexpr ByFields kUnfinishedOfRun{kUnfinishedOfRunAll.view(),
                                            kUnfinishedOfRunNoPayloads.view()};
 
-inline constexpr char kUnfinishedOfStepWhere[] =
-    " FROM tasks WHERE run_seq = ?1 "
-    "AND step_index = ?2 AND status IN ('queued', 'started', 'waiting') "
-    "ORDER BY task_index";
+inline constexpr auto kUnfinishedOfStepWhere =
+    JoinSql(" FROM tasks WHERE run_seq = ?1 AND step_index = ?2 AND ",
+            kTaskUnfinished, " ORDER BY task_index");
 inline constexpr auto kUnfinishedOfStepAll =
-    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfStepWhere);
+    JoinSql("SELECT ", kTaskColumns.text, kUnfinishedOfStepWhere.text);
 inline constexpr auto kUnfinishedOfStepNoPayloads =
-    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfStepWhere);
+    JoinSql("SELECT ", kTaskStateColumns, kUnfinishedOfStepWhere.text);
 inline constexpr ByFields kUnfinishedOfStep{kUnfinishedOfStepAll.view(),
                                             kUnfinishedOfStepNoPayloads.view()};
 
