@@ -39,11 +39,12 @@ absl::StatusOr<FanOutTiming> RunEnqueueManyWorkload(const std::string& url,
 // on the same worker; compared with the EnqueueMany side for as many jobs.
 struct MapTiming {
   absl::Duration start_run;  // StartRun: every element's task written
-  FanOutTiming run;          // StartRun to the run completing
+  // StartRun to the run completing, as its own record shows (ListRuns).
+  FanOutTiming run;
   // The process's peak resident memory above what it held just before
   // StartRun (the input array already built), in bytes per element: during
   // StartRun, and until every task's result is recorded and applied (the
-  // map's output gathered included; the bench's final GetRun excluded).
+  // map's output gathered included; nothing the bench reads back).
   double start_peak_bytes_per_element = 0;
   double run_peak_bytes_per_element = 0;
 };
