@@ -43,28 +43,69 @@ absl::Status CorruptTime(std::string_view text) {
 // Appends `value` as a quoted array element, escaping \ and ".
 void AppendQuoted(std::string& out, std::string_view value) {
   out.push_back('"');
-  for (char c : value) {
-    if (c == '"' || c == '\\') out.push_back('\\');
-    out.push_back(c);
+  if (value.find_first_of("\"\\") == std::string_view::npos) {
+    out.append(value);  // the usual case: nothing to escape
+  } else {
+    for (char c : value) {
+      if (c == '"' || c == '\\') out.push_back('\\');
+      out.push_back(c);
+    }
   }
   out.push_back('"');
 }
 
-}  // namespace
+// Writes `value` (>= 0) as exactly `width` digits, zero-padded.
+char* PutDigits(char* out, int64_t value, int width) {
+  for (int i = width - 1; i >= 0; --i) {
+    out[i] = static_cast<char>('0' + value % 10);
+    value /= 10;
+  }
+  return out + width;
+}
 
-std::string FormatTimestamp(absl::Time time) {
-  if (time == absl::InfiniteFuture()) return "infinity";
-  if (time == absl::InfinitePast()) return "-infinity";
+// Appends FormatTimestamp(time). Times go into every row a batch writes,
+// so the digits are written by hand, not by snprintf.
+void AppendTimestamp(std::string& out, absl::Time time) {
+  if (time == absl::InfiniteFuture() || time == absl::InfinitePast()) {
+    out.append(time == absl::InfiniteFuture() ? "infinity" : "-infinity");
+    return;
+  }
   const int64_t micros = absl::ToUnixMicros(time);
   const int64_t seconds = FloorDiv(micros, kMicrosPerSecond);
   const int64_t fraction = micros - seconds * kMicrosPerSecond;
   absl::CivilSecond civil =
       absl::ToCivilSecond(absl::FromUnixSeconds(seconds), absl::UTCTimeZone());
   char text[64];
-  std::snprintf(text, sizeof(text), "%04lld-%02d-%02d %02d:%02d:%02d.%06lld+00",
-                static_cast<long long>(civil.year()), civil.month(),
-                civil.day(), civil.hour(), civil.minute(), civil.second(),
-                static_cast<long long>(fraction));
+  if (civil.year() < 0 || civil.year() > 9999) {  // outside the fixed shape
+    std::snprintf(text, sizeof(text),
+                  "%04lld-%02d-%02d %02d:%02d:%02d.%06lld+00",
+                  static_cast<long long>(civil.year()), civil.month(),
+                  civil.day(), civil.hour(), civil.minute(), civil.second(),
+                  static_cast<long long>(fraction));
+    out.append(text);
+    return;
+  }
+  char* at = PutDigits(text, civil.year(), 4);
+  *at++ = '-';
+  at = PutDigits(at, civil.month(), 2);
+  *at++ = '-';
+  at = PutDigits(at, civil.day(), 2);
+  *at++ = ' ';
+  at = PutDigits(at, civil.hour(), 2);
+  *at++ = ':';
+  at = PutDigits(at, civil.minute(), 2);
+  *at++ = ':';
+  at = PutDigits(at, civil.second(), 2);
+  *at++ = '.';
+  at = PutDigits(at, fraction, 6);
+  out.append(text, at).append("+00");
+}
+
+}  // namespace
+
+std::string FormatTimestamp(absl::Time time) {
+  std::string text;
+  AppendTimestamp(text, time);
   return text;
 }
 
@@ -132,7 +173,11 @@ ArrayLiteral& ArrayLiteral::Bool(bool value) {
 }
 
 ArrayLiteral& ArrayLiteral::Time(absl::Time value) {
-  return Text(FormatTimestamp(value));
+  Separate();
+  text_.push_back('"');  // a timestamp has nothing to escape
+  AppendTimestamp(text_, value);
+  text_.push_back('"');
+  return *this;
 }
 
 ArrayLiteral& ArrayLiteral::OptionalTime(std::optional<absl::Time> value) {
