@@ -111,9 +111,19 @@ TEST_P(AdminServerTest, ScrapesWhileAThousandJobsRun_CountersMatchTheRuns) {
             0);
   release.Notify();
 
-  // Scrape until every run completed; counters only grow on the way.
+  // Scrape until every run and every task is counted (the worker counts a
+  // batch's runs and its tasks one after the other, so a scrape can fall
+  // between them); counters only grow on the way.
   double last_completed = 0;
   PromText end;
+  auto all_counted = [&] {
+    return end.Value("sluice_runs_completed_total", flow).value_or(0) >=
+               kJobs &&
+           end.Value("sluice_tasks_completed_total", step).value_or(0) >=
+               kJobs &&
+           end.Value("sluice_task_latency_seconds_count", step).value_or(0) >=
+               kJobs;
+  };
   do {
     end = Scrape(**server);
     double completed =
@@ -121,8 +131,7 @@ TEST_P(AdminServerTest, ScrapesWhileAThousandJobsRun_CountersMatchTheRuns) {
     EXPECT_GE(completed, last_completed);
     EXPECT_LE(completed, kJobs);
     last_completed = completed;
-  } while (end.Value("sluice_runs_completed_total", flow).value_or(0) < kJobs &&
-           absl::Now() < deadline);
+  } while (!all_counted() && absl::Now() < deadline);
   EXPECT_EQ(end.Value("sluice_runs_started_total", flow), kJobs);
   EXPECT_EQ(end.Value("sluice_runs_completed_total", flow), kJobs);
   EXPECT_EQ(end.Value("sluice_runs_failed_total", flow), 0);
