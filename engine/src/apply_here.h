@@ -3,19 +3,26 @@
 #ifndef SLUICE_ENGINE_APPLY_HERE_H_
 #define SLUICE_ENGINE_APPLY_HERE_H_
 
+#include <optional>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "engine_impl.h"
 #include "sluice/backend.h"
 
 namespace sluice {
+
+// The outputs of tasks of single-task steps that the transaction completes,
+// by task: a step they complete takes its output from here instead of
+// reading it back (the apply moves each one it uses).
+using OutputsInHand = absl::flat_hash_map<TaskKey, std::optional<Json>>;
 
 // Applies in `tx` the completion reports of `reports` whose runs `tx` can
 // lock without waiting and that have no cancel pending, as ApplyReports
 // would; returns the others, for the outbox.
 absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
     Engine::Impl& impl, Transaction& tx, std::vector<OutboxReport> reports,
-    TransactionEffects& effects);
+    OutputsInHand& in_hand, TransactionEffects& effects);
 
 }  // namespace sluice
 

@@ -324,6 +324,22 @@ absl::Status ReplanRacedRetries(Transaction& tx, FlowLookup& flows,
   return absl::OkStatus();
 }
 
+// Copies of the outputs that complete single-task steps, taken before the
+// update (which may move them): applying a completion here then needs no
+// read of the output it has just written.
+OutputsInHand KeepSingleTaskOutputs(std::span<const TaskUpdate> updates,
+                                    std::span<const Plan> plans) {
+  OutputsInHand in_hand;
+  for (size_t u = 0; u < updates.size(); ++u) {
+    const TaskRecord& t = updates[u].task;
+    if (plans[u].report == ReportKind::kCompleted &&
+        plans[u].step->shape->kind != StepKind::kMap && t.key.task_index == 0) {
+      in_hand.emplace(t.key, t.output);
+    }
+  }
+  return in_hand;
+}
+
 // FinishTasks in one transaction. A failed completion write fails it with
 // `failed` set; the caller retries without that write.
 // With `here` set, completions apply in the same transaction where they
@@ -386,7 +402,9 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       std::move(late_archives);
   TransactionEffects effects;
   StepTally tally;
+  OutputsInHand in_hand;
   if (!updates.empty()) {
+    if (apply.here) in_hand = KeepSingleTaskOutputs(updates, plans);
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx->UpdateTasks(updates));
     SLUICE_RETURN_IF_ERROR(ReplanRacedRetries(*tx, flows, options, results, now,
@@ -425,7 +443,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
   if (!reports.empty() && apply.here) {
     absl::StatusOr<std::vector<OutboxReport>> rest =
-        ApplyCompletionsHere(impl, *tx, std::move(reports), effects);
+        ApplyCompletionsHere(impl, *tx, std::move(reports), in_hand, effects);
     if (!rest.ok()) {
       apply.here = false;
       return rest.status();

@@ -103,14 +103,32 @@ std::string UnreadableTaskError(const CompiledFlow& flow, const TaskKey& key,
   return UnreadableError(StrCat(what, ": ", task->unreadable));
 }
 
+// Whether `in_hand` holds the output of `step`'s one task.
+bool InHand(const OutputsInHand* in_hand, const RunId& run, int step) {
+  return in_hand != nullptr && in_hand->contains(TaskKey{run, step, 0});
+}
+
+// The outputs of `step` from `in_hand`, moved out of it, if it holds them.
+std::optional<StepOutputs> TakeInHand(OutputsInHand* in_hand, const RunId& run,
+                                      int step) {
+  if (in_hand == nullptr) return std::nullopt;
+  auto it = in_hand->find(TaskKey{run, step, 0});
+  if (it == in_hand->end()) return std::nullopt;
+  StepOutputs held;
+  held.outputs.push_back(std::move(it->second));
+  in_hand->erase(it);
+  return held;
+}
+
 // Applies the reports of `by_run` to `runs`, its runs in key order, which
 // `tx` has read without payloads and locked. Every other read is one call
 // for the whole batch: the step states without payloads, the outputs of
 // every step the batch completes, and the errors of failed tasks.
+// `in_hand`, if set, holds outputs of single-task steps that need no read.
 absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
                          std::map<RunId, RunReports>& by_run,
                          std::vector<std::optional<RunRecord>> runs,
-                         TransactionEffects& effects) {
+                         OutputsInHand* in_hand, TransactionEffects& effects) {
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
   std::vector<RunId> live_ids;
@@ -147,7 +165,8 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
       rr.unreadable = progress.back().UnreadableState();
     if (!rr.unreadable.empty()) continue;  // the run fails; nothing to read
     for (const auto& [step, count] : rr.completions) {
-      if (progress.back().WouldComplete(step, count)) {
+      if (progress.back().WouldComplete(step, count) &&
+          !InHand(in_hand, live_ids[i], step)) {
         completing.push_back(StepRef{live_ids[i], step});
       }
     }
@@ -178,6 +197,8 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
           completing[next_output].run_id == live_ids[i] &&
           completing[next_output].step_index == step) {
         prefetched = std::move(outputs[next_output++]);
+      } else {
+        prefetched = TakeInHand(in_hand, live_ids[i], step);
       }
       SLUICE_RETURN_IF_ERROR(
           run.CompleteTasks(step, count, std::move(prefetched)));
@@ -219,14 +240,15 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
       tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
-  return ApplyToRuns(impl, tx, by_run, std::move(runs), effects);
+  return ApplyToRuns(impl, tx, by_run, std::move(runs), /*in_hand=*/nullptr,
+                     effects);
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
     Engine::Impl& impl, Transaction& tx, std::vector<OutboxReport> reports,
-    TransactionEffects& effects) {
+    OutputsInHand& in_hand, TransactionEffects& effects) {
   std::vector<RunId> ids;
   for (const OutboxReport& r : reports) {
     if (r.kind == ReportKind::kCompleted) ids.push_back(r.task.run_id);
@@ -256,7 +278,7 @@ absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
   if (applied.empty()) return rest;
   std::map<RunId, RunReports> by_run = SortReports(impl, applied);
   SLUICE_RETURN_IF_ERROR(
-      ApplyToRuns(impl, tx, by_run, std::move(here_runs), effects));
+      ApplyToRuns(impl, tx, by_run, std::move(here_runs), &in_hand, effects));
   return rest;
 }
 

@@ -143,6 +143,54 @@ TEST_P(ApplyHere, AnApplyThatFails_LeavesTheReportInTheOutbox) {
   EXPECT_EQ(StepOf(View(run), "b").status, StepStatus::kStarted);
 }
 
+// Fails every GetTaskOutputs.
+class NoTaskOutputs : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+
+ protected:
+  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
+    class Failing : public ForwardingTransaction {
+     public:
+      using ForwardingTransaction::ForwardingTransaction;
+
+     protected:
+      absl::Status BeforeCall(std::string_view method) override {
+        if (method != "GetTaskOutputs") return absl::OkStatus();
+        return absl::InternalError("injected: task outputs unreadable");
+      }
+    };
+    return std::make_unique<Failing>(std::move(tx));
+  }
+};
+
+// A step of one task takes the output its finish holds: nothing reads it
+// back, so an apply that could not read outputs still completes the step,
+// hands the output on and ends the run with it.
+TEST_P(ApplyHere, ASingleTaskStepsOutput_IsNotReadBack) {
+  Flow flow = Chain("in_hand");
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  std::vector<ClaimedTask> claimed = Claim(flow);
+  ASSERT_EQ(claimed.size(), 1u);
+  NoTaskOutputs failing(backend());
+  UseEngine(failing, DefaultOptions());
+  FinishOutcome first =
+      FinishHere({{claimed[0].key, claimed[0].attempt, J(R"({"n":7})")}});
+  EXPECT_TRUE(first.report_ids.empty());
+  std::vector<ClaimedTask> next = Claim(flow);
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].input, J(R"({"run":{},"a":{"n":7}})"));
+  FinishOutcome second = FinishHere({{next[0].key, next[0].attempt, J("8")}});
+  UseEngine(backend(), DefaultOptions());
+  EXPECT_TRUE(second.report_ids.empty());
+  EXPECT_EQ(PendingReports(), 0);
+  RunView view = View(run);
+  EXPECT_EQ(view.run.status, RunStatus::kCompleted);
+  EXPECT_EQ(SerializeJson(*view.run.output), R"({"b":8})");
+  EXPECT_EQ(SerializeJson(*StepOf(view, "a").output), R"({"n":7})");
+}
+
 // Only Postgres runs transactions side by side: a run another transaction
 // holds is never waited for.
 TEST_P(ApplyHere, ARunAnotherTransactionHolds_GoesThroughTheOutbox) {
