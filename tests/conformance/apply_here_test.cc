@@ -1,6 +1,7 @@
 // FinishOptions::apply_completions: completions applied in the transaction
 // that records them, and every case that still goes through the outbox
 // (decision 0048).
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -8,6 +9,7 @@
 #include "absl/synchronization/notification.h"
 #include "harness.h"
 #include "sluice/forwarding_backend.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice::testing {
 namespace {
@@ -104,25 +106,33 @@ TEST_P(ApplyHere, ARunWithACancelPending_GoesThroughTheOutbox) {
   EXPECT_EQ(PendingReports(), 1);
 }
 
-// Fails every GetStepStates, which only the apply calls here.
-class NoStepStates : public ForwardingBackend {
+// Fails every call of one transaction method with "injected: <method>".
+class FailsMethod : public ForwardingBackend {
  public:
-  using ForwardingBackend::ForwardingBackend;
+  FailsMethod(Backend& target, std::string method)
+      : ForwardingBackend(target), method_(std::move(method)) {}
 
  protected:
   std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
     class Failing : public ForwardingTransaction {
      public:
-      using ForwardingTransaction::ForwardingTransaction;
+      Failing(std::unique_ptr<Transaction> tx, const std::string& method)
+          : ForwardingTransaction(std::move(tx)), method_(method) {}
 
      protected:
       absl::Status BeforeCall(std::string_view method) override {
-        if (method != "GetStepStates") return absl::OkStatus();
-        return absl::InternalError("injected: step states unreadable");
+        if (method != method_) return absl::OkStatus();
+        return absl::InternalError(StrCat("injected: ", method_));
       }
+
+     private:
+      const std::string& method_;
     };
-    return std::make_unique<Failing>(std::move(tx));
+    return std::make_unique<Failing>(std::move(tx), method_);
   }
+
+ private:
+  const std::string method_;
 };
 
 TEST_P(ApplyHere, AnApplyThatFails_LeavesTheReportInTheOutbox) {
@@ -130,7 +140,8 @@ TEST_P(ApplyHere, AnApplyThatFails_LeavesTheReportInTheOutbox) {
   Deploy(flow);
   RunId run = Start(flow, J("{}"));
   std::vector<ClaimedTask> claimed = Claim(flow);
-  NoStepStates failing(backend());
+  // Only the apply reads step states here.
+  FailsMethod failing(backend(), "GetStepStates");
   UseEngine(failing, DefaultOptions());
   FinishOutcome outcome = FinishHere(Echoed(claimed));
   UseEngine(backend(), DefaultOptions());
@@ -138,31 +149,10 @@ TEST_P(ApplyHere, AnApplyThatFails_LeavesTheReportInTheOutbox) {
   EXPECT_EQ(outcome.dispositions[0], ResultDisposition::kCompleted);
   EXPECT_EQ(outcome.report_ids.size(), 1u);
   EXPECT_EQ(TaskOf(run, "a").status, TaskStatus::kCompleted);
-  EXPECT_THAT(LogLines(), Contains(HasSubstr("injected: step states")));
+  EXPECT_THAT(LogLines(), Contains(HasSubstr("injected: GetStepStates")));
   ASSERT_TRUE(engine().ApplyReports(outcome.report_ids).ok());
   EXPECT_EQ(StepOf(View(run), "b").status, StepStatus::kStarted);
 }
-
-// Fails every GetTaskOutputs.
-class NoTaskOutputs : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-
- protected:
-  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Failing : public ForwardingTransaction {
-     public:
-      using ForwardingTransaction::ForwardingTransaction;
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        if (method != "GetTaskOutputs") return absl::OkStatus();
-        return absl::InternalError("injected: task outputs unreadable");
-      }
-    };
-    return std::make_unique<Failing>(std::move(tx));
-  }
-};
 
 // A step of one task takes the output its finish holds: nothing reads it
 // back, so an apply that could not read outputs still completes the step,
@@ -173,7 +163,7 @@ TEST_P(ApplyHere, ASingleTaskStepsOutput_IsNotReadBack) {
   RunId run = Start(flow, J("{}"));
   std::vector<ClaimedTask> claimed = Claim(flow);
   ASSERT_EQ(claimed.size(), 1u);
-  NoTaskOutputs failing(backend());
+  FailsMethod failing(backend(), "GetTaskOutputs");
   UseEngine(failing, DefaultOptions());
   FinishOutcome first =
       FinishHere({{claimed[0].key, claimed[0].attempt, J(R"({"n":7})")}});
