@@ -104,19 +104,18 @@ std::string UnreadableTaskError(const CompiledFlow& flow, const TaskKey& key,
 }
 
 // Whether `in_hand` holds the output of `step`'s one task.
-bool InHand(const OutputsInHand* in_hand, const RunId& run, int step) {
-  return in_hand != nullptr && in_hand->contains(TaskKey{run, step, 0});
+bool InHand(const OutputsInHand& in_hand, const RunId& run, int step) {
+  return in_hand.contains(TaskKey{run, step, 0});
 }
 
 // The outputs of `step` from `in_hand`, moved out of it, if it holds them.
-std::optional<StepOutputs> TakeInHand(OutputsInHand* in_hand, const RunId& run,
+std::optional<StepOutputs> TakeInHand(OutputsInHand& in_hand, const RunId& run,
                                       int step) {
-  if (in_hand == nullptr) return std::nullopt;
-  auto it = in_hand->find(TaskKey{run, step, 0});
-  if (it == in_hand->end()) return std::nullopt;
+  auto it = in_hand.find(TaskKey{run, step, 0});
+  if (it == in_hand.end()) return std::nullopt;
   StepOutputs held;
   held.outputs.push_back(std::move(it->second));
-  in_hand->erase(it);
+  in_hand.erase(it);
   return held;
 }
 
@@ -124,11 +123,11 @@ std::optional<StepOutputs> TakeInHand(OutputsInHand* in_hand, const RunId& run,
 // `tx` has read without payloads and locked. Every other read is one call
 // for the whole batch: the step states without payloads, the outputs of
 // every step the batch completes, and the errors of failed tasks.
-// `in_hand`, if set, holds outputs of single-task steps that need no read.
+// `in_hand` holds outputs of single-task steps that need no read.
 absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
                          std::map<RunId, RunReports>& by_run,
                          std::vector<std::optional<RunRecord>> runs,
-                         OutputsInHand* in_hand, TransactionEffects& effects) {
+                         OutputsInHand& in_hand, TransactionEffects& effects) {
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
   std::vector<RunId> live_ids;
@@ -240,8 +239,8 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
       tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
-  return ApplyToRuns(impl, tx, by_run, std::move(runs), /*in_hand=*/nullptr,
-                     effects);
+  OutputsInHand none;  // the outbox path holds no results
+  return ApplyToRuns(impl, tx, by_run, std::move(runs), none, effects);
 }
 
 }  // namespace
@@ -278,7 +277,7 @@ absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
   if (applied.empty()) return rest;
   std::map<RunId, RunReports> by_run = SortReports(impl, applied);
   SLUICE_RETURN_IF_ERROR(
-      ApplyToRuns(impl, tx, by_run, std::move(here_runs), &in_hand, effects));
+      ApplyToRuns(impl, tx, by_run, std::move(here_runs), in_hand, effects));
   return rest;
 }
 

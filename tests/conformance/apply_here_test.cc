@@ -116,8 +116,8 @@ class FailsMethod : public ForwardingBackend {
   std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
     class Failing : public ForwardingTransaction {
      public:
-      Failing(std::unique_ptr<Transaction> tx, const std::string& method)
-          : ForwardingTransaction(std::move(tx)), method_(method) {}
+      Failing(std::unique_ptr<Transaction> tx, std::string method)
+          : ForwardingTransaction(std::move(tx)), method_(std::move(method)) {}
 
      protected:
       absl::Status BeforeCall(std::string_view method) override {
@@ -126,7 +126,7 @@ class FailsMethod : public ForwardingBackend {
       }
 
      private:
-      const std::string& method_;
+      const std::string method_;
     };
     return std::make_unique<Failing>(std::move(tx), method_);
   }
