@@ -551,8 +551,9 @@ TEST_P(ChildrenContractTest, WaitingTasks_UnfinishedAndParked_NeverStalled) {
   ASSERT_OK_AND_ASSIGN(
       unfinished, tx->GetUnfinishedTasks(RunNo(1), std::nullopt, Fields::kAll));
   EXPECT_EQ(unfinished.size(), 2u);
-  ASSERT_OK_AND_ASSIGN(std::vector<TaskRecord> stalled,
-                       tx->FindStalledTasks(At(1000), 10, Fields::kAll));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<TaskRecord> stalled,
+      tx->FindStalledTasks(StalledBefore(At(1000), 10), Fields::kAll));
   EXPECT_THAT(stalled, IsEmpty());
   ASSERT_OK_AND_ASSIGN(QueueCounts counts, tx->CountTasks("greet", At(1)));
   EXPECT_EQ(counts.parked, 3);

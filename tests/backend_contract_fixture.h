@@ -129,6 +129,13 @@ template <typename T, size_t N>
 std::span<T> Movable(T (&&items)[N]) {
   return std::span<T>(items, N);
 }
+// As Movable, over a copy of `items` (the default argument is the copy's
+// storage, which lives until the end of the full expression).
+template <typename T>
+std::span<T> Copied(const std::vector<T>& items, std::vector<T>&& copy = {}) {
+  copy = items;
+  return std::span<T>(copy);
+}
 
 // --- Single-record reads over the batch calls --------------------------------
 
@@ -294,6 +301,12 @@ inline OutgoingMessage Message(int n, absl::Time visible_at = kT0) {
                          .visible_at = visible_at};
 }
 
+// FindStalledTasks's query for tasks stalled before `now`, whose messages
+// (GiveReadMessages) are visible by then too.
+inline StalledQuery StalledBefore(absl::Time now, int limit) {
+  return StalledQuery{.now = now, .messages_visible_by = now, .limit = limit};
+}
+
 inline std::vector<int64_t> IdsOf(const std::vector<MessageRecord>& messages) {
   std::vector<int64_t> ids;
   for (const MessageRecord& m : messages) ids.push_back(m.message_id);
@@ -393,6 +406,26 @@ class BackendContractTest : public ::testing::TestWithParam<std::string> {
     EXPECT_TRUE(ids.ok()) << ids.status();
     EXPECT_TRUE(tx->Commit().ok());
     return ids.ok() ? *ids : std::vector<int64_t>(messages.size());
+  }
+
+  // Gives each started task of `tasks` a message on its queue as a claim
+  // leaves it (StalledQuery's promise): sent, read once, then visible again
+  // at the task's stall_at. Other tasks keep theirs.
+  void GiveReadMessages(Transaction& tx, std::vector<TaskRecord>& tasks) {
+    for (TaskRecord& task : tasks) {
+      if (task.status != TaskStatus::kStarted) continue;
+      absl::StatusOr<std::vector<int64_t>> sent =
+          tx.SendMessages(task.queue_name, Movable({Message(1)}), kT0);
+      ASSERT_TRUE(sent.ok()) << sent.status();
+      absl::StatusOr<std::vector<MessageRecord>> read = tx.ReadMessages(
+          task.queue_name, kT0, 1, absl::InfiniteFuture(), Fields::kNoPayloads);
+      ASSERT_TRUE(read.ok()) << read.status();
+      ASSERT_THAT(IdsOf(*read), ::testing::ElementsAre((*sent)[0]));
+      task.message_id = (*sent)[0];
+      ASSERT_OK(tx.SetVisibility(
+          task.queue_name, {{{.message_id = task.message_id,
+                              .visible_at = task.stall_at.value_or(kT0)}}}));
+    }
   }
 
   // A committed run 1 of flow "greet", steps 0 and 1, and the queue "greet".

@@ -289,7 +289,8 @@ TEST_P(BackendContractTest, Limits_ZeroOrNegative_TakeAndListNothing) {
         ValueOf(tx->ListRuns(RunQuery::OfFlow("", limit), Fields::kAll)),
         IsEmpty());
     EXPECT_THAT(ValueOf(tx->FindFinishedRuns(At(100), limit)), IsEmpty());
-    EXPECT_THAT(ValueOf(tx->FindStalledTasks(At(100), limit, Fields::kAll)),
+    EXPECT_THAT(ValueOf(tx->FindStalledTasks(StalledBefore(At(100), limit),
+                                             Fields::kAll)),
                 IsEmpty());
     EXPECT_THAT(ValueOf(tx->TakeStaleReports(At(100), limit)), IsEmpty());
     EXPECT_THAT(ValueOf(tx->ReadMessages("greet", At(100), limit, At(200),

@@ -356,38 +356,66 @@ TEST_P(BackendContractTest,
   queued_with_stall.stall_at = At(1);
   TaskRecord completed = Started(MakeTask(1, 0, 5, 6), At(0), At(1));
   completed.status = TaskStatus::kCompleted;
+  std::vector<TaskRecord> started = {
+      Started(MakeTask(1, 0, 0, 1), At(0), At(30)),
+      Started(MakeTask(1, 0, 1, 2), At(0), At(10)),
+      Started(MakeTask(1, 0, 2, 3), At(0), At(50)),  // stalls at now
+      Started(MakeTask(1, 0, 3, 4), At(0), At(20))};
   Committed([&](Transaction& tx) {
-    ASSERT_OK(tx.InsertTasks(
-        Movable({Started(MakeTask(1, 0, 0, 1), At(0), At(30)),
-                 Started(MakeTask(1, 0, 1, 2), At(0), At(10)),
-                 Started(MakeTask(1, 0, 2, 3), At(0), At(50)),  // stalls at now
-                 Started(MakeTask(1, 0, 3, 4), At(0), At(20)),
-                 queued_with_stall, completed})));
+    GiveReadMessages(tx, started);
+    ASSERT_OK(tx.InsertTasks(Copied(started)));
+    ASSERT_OK(tx.InsertTasks(Movable({queued_with_stall, completed})));
   });
   std::unique_ptr<Transaction> tx = Begin();
-  ASSERT_OK_AND_ASSIGN(std::vector<TaskRecord> stalled,
-                       tx->FindStalledTasks(At(50), 10, Fields::kAll));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<TaskRecord> stalled,
+      tx->FindStalledTasks(StalledBefore(At(50), 10), Fields::kAll));
   EXPECT_THAT(TaskIndexesOf(stalled), ElementsAre(1, 3, 0));
-  ASSERT_OK_AND_ASSIGN(std::vector<TaskRecord> first_two,
-                       tx->FindStalledTasks(At(50), 2, Fields::kAll));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<TaskRecord> first_two,
+      tx->FindStalledTasks(StalledBefore(At(50), 2), Fields::kAll));
   EXPECT_THAT(TaskIndexesOf(first_two), ElementsAre(1, 3));
-  EXPECT_THAT(ValueOf(tx->FindStalledTasks(At(10), 10, Fields::kAll)),
-              IsEmpty());
+  EXPECT_THAT(
+      ValueOf(tx->FindStalledTasks(StalledBefore(At(10), 10), Fields::kAll)),
+      IsEmpty());
+}
+
+// A claim that read the message of a task already stalled hid it again
+// until shortly after now: the promise's horizon covers it, its end
+// included.
+TEST_P(BackendContractTest, FindStalledTasks_MessageHiddenUntilTheHorizon) {
+  SeedRun();
+  std::vector<TaskRecord> started = {
+      Started(MakeTask(1, 0, 0, 1), At(0), At(10))};
+  Committed([&](Transaction& tx) {
+    GiveReadMessages(tx, started);
+    ASSERT_OK(tx.InsertTasks(Copied(started)));
+    ASSERT_OK(tx.SetVisibility("greet", {{{.message_id = started[0].message_id,
+                                           .visible_at = At(52)}}}));
+  });
+  EXPECT_THAT(TaskIndexesOf(ValueOf(Begin()->FindStalledTasks(
+                  {.now = At(50), .messages_visible_by = At(52), .limit = 10},
+                  Fields::kAll))),
+              ElementsAre(0));
 }
 
 TEST_P(BackendContractTest,
        FindStalledTasks_SameStallTime_OrdersByRunInsertThenKey) {
-  Committed([](Transaction& tx) {
+  CreateQueue("greet");
+  std::vector<TaskRecord> started = {
+      Started(MakeTask(2, 0, 0, 1), kT0, At(10)),
+      Started(MakeTask(9, 1, 0, 2), kT0, At(10)),
+      Started(MakeTask(9, 0, 3, 3), kT0, At(10)),
+      Started(MakeTask(9, 0, 1, 4), kT0, At(10))};
+  Committed([&](Transaction& tx) {
     ASSERT_OK(tx.InsertRuns(Movable({MakeRun(9)})));
     ASSERT_OK(tx.InsertRuns(Movable({MakeRun(2)})));
-    ASSERT_OK(
-        tx.InsertTasks(Movable({Started(MakeTask(2, 0, 0, 1), kT0, At(10)),
-                                Started(MakeTask(9, 1, 0, 2), kT0, At(10)),
-                                Started(MakeTask(9, 0, 3, 3), kT0, At(10)),
-                                Started(MakeTask(9, 0, 1, 4), kT0, At(10))})));
+    GiveReadMessages(tx, started);
+    ASSERT_OK(tx.InsertTasks(Copied(started)));
   });
-  ASSERT_OK_AND_ASSIGN(std::vector<TaskRecord> stalled,
-                       Begin()->FindStalledTasks(At(11), 10, Fields::kAll));
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<TaskRecord> stalled,
+      Begin()->FindStalledTasks(StalledBefore(At(11), 10), Fields::kAll));
   std::vector<std::string> keys;
   for (const TaskRecord& t : stalled) {
     keys.push_back(StrCat(t.key.run_id == RunNo(9) ? "r9/" : "r2/",
@@ -398,12 +426,16 @@ TEST_P(BackendContractTest,
 
 TEST_P(BackendContractTest, FindStalledTasks_FollowsUpdatedStallTimes) {
   SeedRun();
-  const TaskRecord a = Started(MakeTask(1, 0, 0, 1), At(0), At(10));
-  const TaskRecord b = Started(MakeTask(1, 0, 1, 2), At(0), At(20));
+  std::vector<TaskRecord> started = {
+      Started(MakeTask(1, 0, 0, 1), At(0), At(10)),
+      Started(MakeTask(1, 0, 1, 2), At(0), At(20))};
   Committed([&](Transaction& tx) {
-    ASSERT_OK(tx.InsertTasks(Movable({a, b})));
+    GiveReadMessages(tx, started);
+    ASSERT_OK(tx.InsertTasks(Copied(started)));
   });
-  TaskRecord a_extended = a;  // a heartbeat
+  const TaskRecord& a = started[0];
+  const TaskRecord& b = started[1];
+  TaskRecord a_extended = a;  // a heartbeat, which moves its message too
   a_extended.stall_at = At(100);
   TaskRecord b_done = b;
   b_done.status = TaskStatus::kCompleted;
@@ -411,27 +443,33 @@ TEST_P(BackendContractTest, FindStalledTasks_FollowsUpdatedStallTimes) {
   Committed([&](Transaction& tx) {
     ASSERT_OK(tx.UpdateTasks(
         Movable({UpdateOf(a, a_extended), UpdateOf(b, b_done)})));
+    ASSERT_OK(tx.SetVisibility(
+        "greet", {{{.message_id = a.message_id, .visible_at = At(98)}}}));
   });
   std::unique_ptr<Transaction> tx = Begin();
-  EXPECT_THAT(ValueOf(tx->FindStalledTasks(At(50), 10, Fields::kAll)),
-              IsEmpty());
   EXPECT_THAT(
-      TaskIndexesOf(ValueOf(tx->FindStalledTasks(At(101), 10, Fields::kAll))),
-      ElementsAre(0));
+      ValueOf(tx->FindStalledTasks(StalledBefore(At(50), 10), Fields::kAll)),
+      IsEmpty());
+  EXPECT_THAT(TaskIndexesOf(ValueOf(tx->FindStalledTasks(
+                  StalledBefore(At(101), 10), Fields::kAll))),
+              ElementsAre(0));
 }
 
 TEST_P(BackendContractTest,
        FindStalledTasks_NoPayloads_LeavesInputAndOutputEmpty) {
   SeedRun();
-  TaskRecord task = Started(MakeTask(1, 0, 0, 1), At(0), At(10));
-  task.output = J(R"({"partial":1})");
-  Committed(
-      [&](Transaction& tx) { ASSERT_OK(tx.InsertTasks(Movable({task}))); });
-  ASSERT_OK_AND_ASSIGN(
-      std::vector<TaskRecord> stalled,
-      Begin()->FindStalledTasks(At(11), 10, Fields::kNoPayloads));
+  std::vector<TaskRecord> started = {
+      Started(MakeTask(1, 0, 0, 1), At(0), At(10))};
+  started[0].output = J(R"({"partial":1})");
+  Committed([&](Transaction& tx) {
+    GiveReadMessages(tx, started);
+    ASSERT_OK(tx.InsertTasks(Copied(started)));
+  });
+  ASSERT_OK_AND_ASSIGN(std::vector<TaskRecord> stalled,
+                       Begin()->FindStalledTasks(StalledBefore(At(11), 10),
+                                                 Fields::kNoPayloads));
   ASSERT_EQ(stalled.size(), 1u);
-  TaskRecord expected = task;
+  TaskRecord expected = started[0];
   expected.input = nullptr;
   expected.output = std::nullopt;
   EXPECT_EQ(Describe(stalled[0]), Describe(expected));

@@ -122,8 +122,9 @@ TEST_P(BackendContractTest, Drop_WithoutCommit_RollsBackUpdatesAndCounters) {
   EXPECT_EQ(Describe(steps_after[1]), Describe(steps_before[1]));
   EXPECT_EQ(steps_after[1].remaining_tasks, std::nullopt);  // unset again
   EXPECT_EQ(Describe(*GetTask(*tx, queued.key)), Describe(queued));
-  EXPECT_THAT(ValueOf(tx->FindStalledTasks(At(1000), 10, Fields::kAll)),
-              IsEmpty());
+  EXPECT_THAT(
+      ValueOf(tx->FindStalledTasks(StalledBefore(At(1000), 10), Fields::kAll)),
+      IsEmpty());
   EXPECT_THAT(ValueOf(tx->FindFinishedRuns(At(1000), 10)), IsEmpty());
 }
 

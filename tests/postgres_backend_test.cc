@@ -390,6 +390,9 @@ TEST_F(PostgresBackendTest,
   ASSERT_TRUE(run.ok());
   const std::string runs_array = StrCat("{", *run, "}");
   const postgres_internal::QueueSql queue("plans");
+  const std::vector<std::string> plan_queues = {"plans"};
+  const std::string stalled_sql =
+      postgres_internal::FindStalledSql(plan_queues, Fields::kAll);
   struct Statement {
     std::string_view sql;
     std::vector<std::string> params;
@@ -402,8 +405,7 @@ TEST_F(PostgresBackendTest,
        {"plans", "{1,2,3}"}},
       {postgres_internal::sql::kUnfinishedOfRunAll.view(), {*run}},
       {postgres_internal::sql::kUnfinishedOfStepAll.view(), {*run, "0"}},
-      {postgres_internal::sql::kFindStalledAll.view(),
-       {"2030-01-01 00:00:00+00", "10"}},
+      {stalled_sql, {"2030-01-01 00:00:00+00", "2030-01-01 00:00:02+00", "10"}},
       {postgres_internal::sql::kGetTaskOutputs.view(), {runs_array, "{0}"}},
       {postgres_internal::sql::kUpdateTasks.view(),
        {runs_array, "{0}", "{0}", "{started}", "{2}", "{\"\"}", "{NULL}",

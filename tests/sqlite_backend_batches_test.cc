@@ -466,7 +466,8 @@ TEST_F(SqliteBackendTest, NoPayloads_NeverParsesTheStoredPayloads) {
         return first(t.GetUnfinishedTasks(run_id, 0, f));
       },
       [&](Transaction& t, Fields f) {
-        return first(t.FindStalledTasks(later, 10, f));
+        return first(t.FindStalledTasks(
+            {.now = later, .messages_visible_by = later, .limit = 10}, f));
       },
       [&](Transaction& t, Fields f) {
         return first(t.ReadMessages("flow", later, 10, later, f));

@@ -284,9 +284,9 @@ absl::StatusOr<std::vector<StepOutputs>> MemoryTransaction::GetTaskOutputs(
 }
 
 absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::FindStalledTasks(
-    absl::Time now, int limit, Fields fields) {
+    const StalledQuery& query, Fields fields) {
   return Apply([&]() -> absl::StatusOr<std::vector<TaskRecord>> {
-    return store().tasks.FindStalled(now, limit, fields);
+    return store().tasks.FindStalled(query.now, query.limit, fields);
   });
 }
 

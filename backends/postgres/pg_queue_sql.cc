@@ -16,6 +16,31 @@ std::string QuoteIdentifier(std::string_view name) {
   return quoted;
 }
 
+std::string FindStalledSql(std::span<const std::string> queues, Fields fields) {
+  std::string sql = "WITH m (queue_name, msg_id) AS (";
+  for (size_t i = 0; i < queues.size(); ++i) {
+    std::string literal = "'";
+    for (char c : queues[i]) {
+      if (c == '\'') literal.push_back('\'');
+      literal.push_back(c);
+    }
+    StrAppend(&sql, i == 0 ? "" : " UNION ALL ", "SELECT ", literal,
+              "'::text, msg_id FROM pgmq.",
+              QuoteIdentifier("q_" + absl::AsciiStrToLower(ToAbsl(queues[i]))),
+              " WHERE read_ct > 0 AND vt <= $2::timestamptz");
+  }
+  // Ties go by run insertion, then key, like the other backends.
+  StrAppend(&sql, ") SELECT ",
+            fields == Fields::kAll ? sql::kTaskAll.view()
+                                   : std::string_view(sql::kTaskState),
+            " FROM m JOIN sluice.tasks AS t ON t.queue_name = m.queue_name "
+            "AND t.message_id = m.msg_id JOIN sluice.runs AS r ON r.run_id = "
+            "t.run_id WHERE t.status = 'started' AND t.stall_at < "
+            "$1::timestamptz ORDER BY t.stall_at, r.insert_seq, t.step_index, "
+            "t.task_index LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED");
+  return sql;
+}
+
 std::string QueueChannel(std::string_view queue) {
   return StrCat("sluice_q_", queue);
 }

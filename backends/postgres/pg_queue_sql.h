@@ -8,6 +8,7 @@
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_QUEUE_SQL_H_
 
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -66,6 +67,12 @@ struct QueueSql {
 
 // The quoted identifier `name` ("q_x" -> "\"q_x\"").
 std::string QuoteIdentifier(std::string_view name);
+// FindStalledTasks's statement over the registered `queues` (not empty):
+// each queue's messages that StalledQuery promises (read at least once,
+// visible at $2 at the latest; each queue's _sluice_read index, migration
+// 0012), their started tasks stalled before $1, earliest first, at most $3,
+// locked.
+std::string FindStalledSql(std::span<const std::string> queues, Fields fields);
 // The channel WatchQueue listens on for `queue`.
 std::string QueueChannel(std::string_view queue);
 

@@ -549,16 +549,10 @@ inline constexpr auto kGetTaskOutputs =
          "ORDINALITY AS u(run_id, step_index, ord) JOIN sluice.tasks AS t ON "
          "t.run_id = u.run_id AND t.step_index = u.step_index "
          "WHERE t.run_id = ANY($1::uuid[]) ORDER BY u.ord, t.task_index");
-// Ties go by run insertion, then key, like the other backends.
-inline constexpr char kStalled[] =
-    " FROM sluice.tasks AS t JOIN sluice.runs AS r ON r.run_id = t.run_id "
-    "WHERE t.status = 'started' AND t.stall_at < $1::timestamptz "
-    "ORDER BY t.stall_at, r.insert_seq, t.step_index, t.task_index "
-    "LIMIT $2 FOR NO KEY UPDATE OF t SKIP LOCKED";
-inline constexpr auto kFindStalledAll =
-    Join("SELECT ", kTaskAll.text, kStalled);
-inline constexpr auto kFindStalledState = Join("SELECT ", kTaskState, kStalled);
-inline constexpr ByFields kFindStalledTasks{kFindStalledAll, kFindStalledState};
+// FindStalledTasks: pg_queue_sql.h FindStalledSql, over the registered
+// queues' names (rows: name).
+inline constexpr std::string_view kQueueNames =
+    "SELECT name FROM sluice.queues ORDER BY name";
 
 // --- The outbox ---
 

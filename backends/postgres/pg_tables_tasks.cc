@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
+#include "pg_queue_sql.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
 #include "pg_tables.h"
@@ -271,13 +272,27 @@ absl::StatusOr<std::vector<StepOutputs>> PgTables::GetTaskOutputs(
   return outputs;
 }
 
+// Through the queues' messages: an index of tasks by stall_at would keep
+// every claim and finish off the heap-only update path (decision 0064).
 absl::StatusOr<std::vector<TaskRecord>> PgTables::FindStalledTasks(
-    absl::Time now, int limit, Fields fields) {
-  SawTime(now);
-  if (limit <= 0) return std::vector<TaskRecord>();
+    const StalledQuery& query, Fields fields) {
+  SawTime(query.now);
+  if (query.limit <= 0) return std::vector<TaskRecord>();
   SLUICE_ASSIGN_OR_RETURN(
-      Result result, Query(sql::kFindStalledTasks.For(fields),
-                           Params().Time(now).Int(limit), "FindStalledTasks"));
+      Result names, Query(sql::kQueueNames, Params(), "FindStalledTasks"));
+  std::vector<std::string> queues;
+  queues.reserve(names.rows());
+  for (int i = 0; i < names.rows(); ++i) {
+    queues.push_back(names.row(i).Text());
+  }
+  if (queues.empty()) return std::vector<TaskRecord>();
+  SLUICE_ASSIGN_OR_RETURN(Result result,
+                          Query(FindStalledSql(queues, fields),
+                                Params()
+                                    .Time(query.now)
+                                    .Time(query.messages_visible_by)
+                                    .Int(query.limit),
+                                "FindStalledTasks"));
   return ReadTasks(result, fields);
 }
 

@@ -318,8 +318,8 @@ absl::StatusOr<std::vector<StepOutputs>> PostgresTransaction::GetTaskOutputs(
 }
 
 absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::FindStalledTasks(
-    absl::Time now, int limit, Fields fields) {
-  return Guarded([&] { return tables_.FindStalledTasks(now, limit, fields); });
+    const StalledQuery& query, Fields fields) {
+  return Guarded([&] { return tables_.FindStalledTasks(query, fields); });
 }
 
 absl::StatusOr<QueueCounts> PostgresTransaction::CountTasks(

@@ -107,9 +107,8 @@ class SqliteTables {
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const RunId& run_id);
   absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps);
-  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(absl::Time now,
-                                                           int limit,
-                                                           Fields fields);
+  absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
+      const StalledQuery& query, Fields fields);
   absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
                                          absl::Time now);
 

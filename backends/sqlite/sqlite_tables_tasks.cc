@@ -260,13 +260,13 @@ absl::StatusOr<std::vector<StepOutputs>> SqliteTables::GetTaskOutputs(
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTables::FindStalledTasks(
-    absl::Time now, int limit, Fields fields) {
-  if (limit <= 0) return std::vector<TaskRecord>();
+    const StalledQuery& query, Fields fields) {
+  if (query.limit <= 0) return std::vector<TaskRecord>();
   SLUICE_ASSIGN_OR_RETURN(
       Statement find,
       Prepare(sql::kFindStalledTasks.For(fields), "FindStalledTasks"));
-  find.BindTime(1, now);
-  find.BindInt(2, limit);
+  find.BindTime(1, query.now);
+  find.BindInt(2, query.limit);
   return QueryTasks(find, fields);
 }
 

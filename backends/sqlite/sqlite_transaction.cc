@@ -312,8 +312,8 @@ absl::StatusOr<QueueCounts> SqliteTransaction::CountTasks(
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::FindStalledTasks(
-    absl::Time now, int limit, Fields fields) {
-  return Guarded([&] { return tables_.FindStalledTasks(now, limit, fields); });
+    const StalledQuery& query, Fields fields) {
+  return Guarded([&] { return tables_.FindStalledTasks(query, fields); });
 }
 
 absl::Status SqliteTransaction::AppendAttempts(

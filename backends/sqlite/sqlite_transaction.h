@@ -120,7 +120,7 @@ class SqliteTransaction final : public Transaction,
   absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
                                          absl::Time now) override;
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
-      absl::Time now, int limit, Fields fields) override;
+      const StalledQuery& query, Fields fields) override;
 
   absl::Status AppendAttempts(std::span<const AttemptRecord> attempts) override;
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(

@@ -38,6 +38,14 @@ struct LeaseTimes {
 
 // `timeout` is the effective one (EffectivePolicy); `now` is the claim or
 // heartbeat time.
+//
+// The lease rule stall recovery relies on (StalledQuery): while a task is
+// started, its message stays in its queue, and every write of its
+// visibility keeps it at most max(stall_at, the write's time) +
+// claim_grace. A lease's visible_until is stall_at - recovery_grace +
+// claim_grace (recovery_grace >= claim_grace >= 0); a claim that reads the
+// message of a task already started hides it until max(stall_at, now +
+// claim_grace). Nothing else moves a started task's message later.
 inline LeaseTimes ComputeLease(absl::Duration timeout, absl::Time now,
                                const EngineOptions& options) {
   return LeaseTimes{

@@ -345,9 +345,16 @@ absl::StatusOr<int> Engine::RecoverStalledTasks(int limit) {
   const EngineOptions& options = impl_->options();
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
   absl::Time now = impl_->Now();
+  // Every write of a started task's message makes it visible at
+  // max(stall_at, that write's time) + claim_grace at the latest (lease.h
+  // says how), so a task stalled before `now` has its message visible by
+  // now + claim_grace.
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<TaskRecord> stalled,
-      tx->FindStalledTasks(now, limit, Fields::kNoPayloads));
+      tx->FindStalledTasks({.now = now,
+                            .messages_visible_by = now + options.claim_grace,
+                            .limit = limit},
+                           Fields::kNoPayloads));
   if (stalled.empty()) return 0;
   std::vector<TaskUpdate> updates;
   std::vector<AttemptRecord> entries;

@@ -82,6 +82,32 @@ TEST_P(Timeouts, StalledTask_IsRequeuedAfterTimeoutPlusGrace_NotBefore) {
   EXPECT_EQ(View(run).run.status, RunStatus::kCompleted);
 }
 
+// Claims that read the message of a task still started hide it again, the
+// last one past the stall time; stall recovery still finds the task (the
+// lease rule of lease.h, which the Postgres backend's search relies on).
+TEST_P(Timeouts, StalledTask_ReadAgainByClaims_IsStillRecovered) {
+  Flow flow = Timed("reread", absl::Seconds(10));
+  Deploy(flow);
+  RunId run = Start(flow, J("{}"));
+  const absl::Time claimed_at = clock().Now();
+  ASSERT_EQ(Claim(flow).size(), 1u);
+  clock().Advance(absl::Seconds(13));  // visible again (10 s + 2 s)
+  EXPECT_TRUE(Claim(flow).empty());
+  EXPECT_EQ(MessageOf(TaskOf(run, "work"))->message.visible_at,
+            claimed_at + absl::Seconds(40));
+  clock().Advance(absl::Seconds(28));  // stalled, and visible again
+  EXPECT_TRUE(Claim(flow).empty());
+  EXPECT_EQ(MessageOf(TaskOf(run, "work"))->message.visible_at,
+            clock().Now() + absl::Seconds(2));
+  absl::StatusOr<int> recovered = engine().RecoverStalledTasks(100);
+  ASSERT_TRUE(recovered.ok()) << recovered.status();
+  EXPECT_EQ(*recovered, 1);
+  EXPECT_EQ(TaskOf(run, "work").status, TaskStatus::kQueued);
+  std::vector<ClaimedTask> again = Claim(flow);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].attempt, 2);
+}
+
 TEST_P(Timeouts, StallRecovery_UsesTheStepTimeoutNotTheFlowTimeout) {
   Flow flow = Timed("step_stall", absl::Seconds(600), absl::Seconds(5));
   Deploy(flow);

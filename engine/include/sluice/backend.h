@@ -122,6 +122,18 @@ struct RunCounterDelta {
   int remaining_steps = 0;
 };
 
+// Which tasks FindStalledTasks returns: started tasks whose stall_at is
+// before `now`, at most `limit`.
+struct StalledQuery {
+  absl::Time now;
+  // The engine's promise about those tasks' messages (its lease rule,
+  // docs/decisions/0064): each is still in its queue, has been read at least
+  // once, and is visible at this time at the latest. A backend may find the
+  // tasks through their messages instead of indexing tasks by stall_at.
+  absl::Time messages_visible_by;
+  int limit = 0;
+};
+
 // Which runs ListRuns returns. Every filter set must hold (AND).
 struct RunQuery {
   std::vector<std::string> flow_slugs;  // any of these; empty: every flow
@@ -342,10 +354,10 @@ class Transaction {
   // Task counts of `queue` by state at `now` (see QueueCounts).
   virtual absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
                                                  absl::Time now) = 0;
-  // Started tasks whose stall_at is before `now`, earliest first, at most
-  // `limit`. Locks them; skips tasks other transactions hold.
+  // Started tasks whose stall_at is before `query.now`, earliest first, at
+  // most `query.limit`. Locks them; skips tasks other transactions hold.
   virtual absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
-      absl::Time now, int limit, Fields fields) = 0;
+      const StalledQuery& query, Fields fields) = 0;
 
   // --- Attempts ledger ----------------------------------------------------
 

@@ -245,9 +245,9 @@ class ForwardingTransaction : public Transaction {
     return target_->GetTaskOutputs(steps);
   }
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
-      absl::Time now, int limit, Fields fields) override {
+      const StalledQuery& query, Fields fields) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("FindStalledTasks"));
-    return target_->FindStalledTasks(now, limit, fields);
+    return target_->FindStalledTasks(query, fields);
   }
   absl::StatusOr<std::vector<int64_t>> AppendReports(
       std::span<const OutboxReport> reports) override {
