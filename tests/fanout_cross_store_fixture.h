@@ -13,7 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "conformance/fail_nth_backend.h"
 #include "conformance/harness.h"
 #include "sluice/engine.h"
@@ -50,23 +49,8 @@ class EdgeLink : public FailNthCall {
     return FailNthCall::BeforeBegin();
   }
   std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Named : public ForwardingTransaction {
-     public:
-      Named(std::unique_ptr<Transaction> t, const std::string& method)
-          : ForwardingTransaction(std::move(t)), method_(method) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        if (method_.empty() || method != method_) return absl::OkStatus();
-        return absl::UnavailableError(
-            absl::StrCat("injected failure of every ", method_));
-      }
-
-     private:
-      const std::string& method_;
-    };
-    return std::make_unique<Named>(FailNthCall::Wrap(std::move(tx)),
-                                   fail_method_);
+    return std::make_unique<FailEveryCallOf>(FailNthCall::Wrap(std::move(tx)),
+                                             &fail_method_);
   }
 
  private:

@@ -7,9 +7,9 @@
 #include <utility>
 
 #include "absl/synchronization/notification.h"
+#include "fail_nth_backend.h"
 #include "harness.h"
 #include "sluice/forwarding_backend.h"
-#include "sluice/internal/strings.h"
 
 namespace sluice::testing {
 namespace {
@@ -106,7 +106,7 @@ TEST_P(ApplyHere, ARunWithACancelPending_GoesThroughTheOutbox) {
   EXPECT_EQ(PendingReports(), 1);
 }
 
-// Fails every call of one transaction method with "injected: <method>".
+// Fails every call of one transaction method (FailEveryCallOf).
 class FailsMethod : public ForwardingBackend {
  public:
   FailsMethod(Backend& target, std::string method)
@@ -114,21 +114,7 @@ class FailsMethod : public ForwardingBackend {
 
  protected:
   std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Failing : public ForwardingTransaction {
-     public:
-      Failing(std::unique_ptr<Transaction> tx, std::string method)
-          : ForwardingTransaction(std::move(tx)), method_(std::move(method)) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        if (method != method_) return absl::OkStatus();
-        return absl::InternalError(StrCat("injected: ", method_));
-      }
-
-     private:
-      const std::string method_;
-    };
-    return std::make_unique<Failing>(std::move(tx), method_);
+    return std::make_unique<FailEveryCallOf>(std::move(tx), &method_);
   }
 
  private:
@@ -149,7 +135,8 @@ TEST_P(ApplyHere, AnApplyThatFails_LeavesTheReportInTheOutbox) {
   EXPECT_EQ(outcome.dispositions[0], ResultDisposition::kCompleted);
   EXPECT_EQ(outcome.report_ids.size(), 1u);
   EXPECT_EQ(TaskOf(run, "a").status, TaskStatus::kCompleted);
-  EXPECT_THAT(LogLines(), Contains(HasSubstr("injected: GetStepStates")));
+  EXPECT_THAT(LogLines(),
+              Contains(HasSubstr("injected failure of every GetStepStates")));
   ASSERT_TRUE(engine().ApplyReports(outcome.report_ids).ok());
   EXPECT_EQ(StepOf(View(run), "b").status, StepStatus::kStarted);
 }

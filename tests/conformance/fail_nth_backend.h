@@ -1,5 +1,6 @@
 // A backend that fails one chosen call, for fault-injection sweeps: run a
 // script once per call it makes, failing that call, and check the outcome.
+// And a transaction that fails every call of one method.
 #ifndef SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
 #define SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
 
@@ -66,6 +67,26 @@ class FailNthCall : public ForwardingBackend {
   int fail_at_ = 0;
   bool failed_ = false;
   std::string failed_call_;
+};
+
+// Fails every call of the method `*method` names ("" fails none) with
+// kUnavailable ("injected failure of every Method"), without reaching the
+// real transaction. It reads `*method` at each call, so its owner (which
+// outlives the transaction) can switch it.
+class FailEveryCallOf : public ForwardingTransaction {
+ public:
+  FailEveryCallOf(std::unique_ptr<Transaction> tx, const std::string* method)
+      : ForwardingTransaction(std::move(tx)), method_(method) {}
+
+ protected:
+  absl::Status BeforeCall(std::string_view method) override {
+    if (method_->empty() || method != *method_) return absl::OkStatus();
+    return absl::UnavailableError(
+        absl::StrCat("injected failure of every ", *method_));
+  }
+
+ private:
+  const std::string* method_;
 };
 
 }  // namespace sluice::testing
