@@ -447,6 +447,30 @@ TEST_F(PostgresBackendTest,
   }
 }
 
+// Stall recovery reads every registered queue's table: one dropped by hand
+// (not through Sluice) is left out instead of failing the whole sweep.
+TEST_F(PostgresBackendTest, FindStalledTasks_SkipsAQueueWhoseTableIsGone) {
+  std::unique_ptr<TestDatabase> db = Database();
+  ASSERT_NE(db, nullptr);
+  std::unique_ptr<Backend> backend = Open(db->url());
+  ASSERT_NE(backend, nullptr);
+  {
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
+    ASSERT_TRUE(tx.ok());
+    for (const char* name : {"kept", "gone"}) {
+      ASSERT_TRUE((*tx)->CreateQueue({.name = name, .created_at = kT0}).ok());
+    }
+    ASSERT_TRUE((*tx)->Commit().ok());
+  }
+  Execute(db->url(), "DROP TABLE pgmq.q_gone");
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
+  ASSERT_TRUE(tx.ok());
+  absl::StatusOr<std::vector<TaskRecord>> stalled = (*tx)->FindStalledTasks(
+      {.now = kT0, .messages_visible_by = kT0, .limit = 10}, Fields::kAll);
+  ASSERT_TRUE(stalled.ok()) << stalled.status();
+  EXPECT_THAT(*stalled, IsEmpty());
+}
+
 // --- Wake-ups ----------------------------------------------------------------
 
 TEST_F(PostgresBackendTest, WatchQueue_IsPokedWhenAVisibleMessageCommits) {

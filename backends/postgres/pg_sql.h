@@ -550,9 +550,11 @@ inline constexpr auto kGetTaskOutputs =
          "t.run_id = u.run_id AND t.step_index = u.step_index "
          "WHERE t.run_id = ANY($1::uuid[]) ORDER BY u.ord, t.task_index");
 // FindStalledTasks: pg_queue_sql.h FindStalledSql, over the registered
-// queues' names (rows: name).
+// queues' names (rows: name). A queue whose table is gone (dropped by hand)
+// is left out, so it cannot fail the sweep of every other queue.
 inline constexpr std::string_view kQueueNames =
-    "SELECT name FROM sluice.queues ORDER BY name";
+    "SELECT name FROM sluice.queues WHERE to_regclass(format('pgmq.%I', "
+    "'q_' || lower(name))) IS NOT NULL ORDER BY name";
 
 // --- The outbox ---
 
