@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <initializer_list>
 #include <memory>
 #include <string>
 #include <thread>
@@ -87,6 +88,18 @@ class PostgresBackendTest : public ::testing::Test {
     ASSERT_TRUE(session.ok()) << session.status();
     absl::Status status = session->Execute(sql, "test");
     ASSERT_TRUE(status.ok()) << status;
+  }
+
+  // Registers and creates the queues `names` on `backend`, committed.
+  static void CreateQueues(Backend& backend,
+                           std::initializer_list<const char*> names) {
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend.Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    for (const char* name : names) {
+      ASSERT_TRUE((*tx)->CreateQueue({.name = name, .created_at = kT0}).ok())
+          << name;
+    }
+    ASSERT_TRUE((*tx)->Commit().ok());
   }
 
   static std::vector<RunRecord> Runs(Backend& backend) {
@@ -360,10 +373,7 @@ TEST_F(PostgresBackendTest,
   {
     std::unique_ptr<Backend> backend = Open(db->url());
     ASSERT_NE(backend, nullptr);
-    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
-    ASSERT_TRUE(tx.ok());
-    ASSERT_TRUE((*tx)->CreateQueue({.name = "plans", .created_at = kT0}).ok());
-    ASSERT_TRUE((*tx)->Commit().ok());
+    CreateQueues(*backend, {"plans"});
   }
   // Statistics say "empty"; then the tables grow with no ANALYZE after.
   Execute(db->url(),
@@ -454,14 +464,7 @@ TEST_F(PostgresBackendTest, FindStalledTasks_SkipsAQueueWhoseTableIsGone) {
   ASSERT_NE(db, nullptr);
   std::unique_ptr<Backend> backend = Open(db->url());
   ASSERT_NE(backend, nullptr);
-  {
-    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
-    ASSERT_TRUE(tx.ok());
-    for (const char* name : {"kept", "gone"}) {
-      ASSERT_TRUE((*tx)->CreateQueue({.name = name, .created_at = kT0}).ok());
-    }
-    ASSERT_TRUE((*tx)->Commit().ok());
-  }
+  CreateQueues(*backend, {"kept", "gone"});
   Execute(db->url(), "DROP TABLE pgmq.q_gone");
   absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
   ASSERT_TRUE(tx.ok());
@@ -478,12 +481,7 @@ TEST_F(PostgresBackendTest, WatchQueue_IsPokedWhenAVisibleMessageCommits) {
   ASSERT_NE(db, nullptr);
   std::unique_ptr<Backend> backend = Open(db->url());
   ASSERT_NE(backend, nullptr);
-  {
-    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend->Begin();
-    ASSERT_TRUE(tx.ok());
-    ASSERT_TRUE((*tx)->CreateQueue({.name = "wake", .created_at = kT0}).ok());
-    ASSERT_TRUE((*tx)->Commit().ok());
-  }
+  CreateQueues(*backend, {"wake"});
   std::atomic<int> pokes{0};
   std::unique_ptr<QueueWatch> watch =
       backend->WatchQueue("wake", [&pokes] { ++pokes; });
