@@ -6,46 +6,26 @@
 
 namespace sluice::postgres_internal {
 
-std::string QuoteIdentifier(std::string_view name) {
-  std::string quoted = "\"";
-  for (char c : name) {
-    if (c == '"') quoted.push_back('"');
+namespace {
+
+// `text` between two `quote`s, each `quote` inside it doubled: SQL's form of
+// an identifier (") and of a string literal (').
+std::string Quoted(std::string_view text, char quote) {
+  std::string quoted(1, quote);
+  for (char c : text) {
+    if (c == quote) quoted.push_back(quote);
     quoted.push_back(c);
   }
-  quoted.push_back('"');
+  quoted.push_back(quote);
   return quoted;
 }
 
-std::string FindStalledSql(std::span<const std::string> queues, Fields fields) {
-  std::string sql = "WITH m (queue_name, msg_id) AS (";
-  for (size_t i = 0; i < queues.size(); ++i) {
-    std::string literal = "'";
-    for (char c : queues[i]) {
-      if (c == '\'') literal.push_back('\'');
-      literal.push_back(c);
-    }
-    StrAppend(&sql, i == 0 ? "" : " UNION ALL ", "SELECT ", literal,
-              "'::text, msg_id FROM pgmq.",
-              QuoteIdentifier("q_" + absl::AsciiStrToLower(ToAbsl(queues[i]))),
-              " WHERE read_ct > 0 AND vt <= $2::timestamptz");
-  }
-  // Ties go by run insertion, then key, like the other backends.
-  StrAppend(&sql, ") SELECT ",
-            fields == Fields::kAll ? sql::kTaskAll.view()
-                                   : std::string_view(sql::kTaskState),
-            " FROM m JOIN sluice.tasks AS t ON t.queue_name = m.queue_name "
-            "AND t.message_id = m.msg_id JOIN sluice.runs AS r ON r.run_id = "
-            "t.run_id WHERE t.status = 'started' AND t.stall_at < "
-            "$1::timestamptz ORDER BY t.stall_at, r.insert_seq, t.step_index, "
-            "t.task_index LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED");
-  return sql;
+// The table of `queue`'s messages, live ("q_") or archived ("a_").
+std::string QueueTable(std::string_view prefix, std::string_view queue) {
+  return StrCat(
+      "pgmq.",
+      Quoted(StrCat(prefix, absl::AsciiStrToLower(ToAbsl(queue))), '"'));
 }
-
-std::string QueueChannel(std::string_view queue) {
-  return StrCat("sluice_q_", queue);
-}
-
-namespace {
 
 // A message's claim priority and FIFO number, from `headers` of the row
 // `alias` names ("" or "q.").
@@ -72,10 +52,35 @@ std::string Send(std::string_view live, int first) {
 
 }  // namespace
 
+std::string QuoteIdentifier(std::string_view name) { return Quoted(name, '"'); }
+
+std::string FindStalledSql(std::span<const std::string> queues, Fields fields) {
+  std::string sql = "WITH m (queue_name, msg_id) AS (";
+  for (size_t i = 0; i < queues.size(); ++i) {
+    StrAppend(&sql, i == 0 ? "" : " UNION ALL ", "SELECT ",
+              Quoted(queues[i], '\''), "::text, msg_id FROM ",
+              QueueTable("q_", queues[i]),
+              " WHERE read_ct > 0 AND vt <= $2::timestamptz");
+  }
+  // Ties go by run insertion, then key, like the other backends.
+  StrAppend(&sql, ") SELECT ",
+            fields == Fields::kAll ? sql::kTaskAll.view()
+                                   : std::string_view(sql::kTaskState),
+            " FROM m JOIN sluice.tasks AS t ON t.queue_name = m.queue_name "
+            "AND t.message_id = m.msg_id JOIN sluice.runs AS r ON r.run_id = "
+            "t.run_id WHERE t.status = 'started' AND t.stall_at < "
+            "$1::timestamptz ORDER BY t.stall_at, r.insert_seq, t.step_index, "
+            "t.task_index LIMIT $3 FOR NO KEY UPDATE OF t SKIP LOCKED");
+  return sql;
+}
+
+std::string QueueChannel(std::string_view queue) {
+  return StrCat("sluice_q_", queue);
+}
+
 QueueSql::QueueSql(std::string_view queue) {
-  std::string lower = absl::AsciiStrToLower(ToAbsl(queue));
-  const std::string live = StrCat("pgmq.", QuoteIdentifier("q_" + lower));
-  const std::string archived = StrCat("pgmq.", QuoteIdentifier("a_" + lower));
+  const std::string live = QueueTable("q_", queue);
+  const std::string archived = QueueTable("a_", queue);
   // Claim order, kept in pgmq's `headers` (see migration 0003): the
   // expressions match the claim index exactly, so the planner walks it.
   const std::string claim_order =
