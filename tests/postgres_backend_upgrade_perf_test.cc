@@ -1,6 +1,6 @@
-// Upgrading to migration 0007 (fillfactor on the hot tables): a database
-// at version 6 with a run migrates, keeps its run, and its hot tables leave
-// room on each page for HOT updates.
+// Upgrading to migrations 0007 and 0013 (fillfactor on the hot tables): a
+// database at version 6 with a run migrates, keeps its run, and its hot
+// tables leave room on each page for HOT updates.
 #include <string>
 
 #include "gtest/gtest.h"
@@ -47,7 +47,7 @@ TEST_F(PostgresPerfUpgradeTest, Version6Database_Migrates_KeepsRuns) {
   EXPECT_EQ(report->installed_version, LatestPostgresSchemaVersion());
   EXPECT_EQ(FillFactor(url, "sluice.runs"), "fillfactor=70");
   EXPECT_EQ(FillFactor(url, "sluice.step_states"), "fillfactor=30");
-  EXPECT_EQ(FillFactor(url, "sluice.tasks"), "fillfactor=70");
+  EXPECT_EQ(FillFactor(url, "sluice.tasks"), "fillfactor=40");
 
   absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
   ASSERT_TRUE(backend.ok()) << backend.status();
