@@ -152,9 +152,14 @@ inline constexpr auto kListQueues =
 inline constexpr std::string_view kSetQueuePaused =
     "UPDATE sluice.queues SET paused = $2::bool WHERE name = $1 "
     "RETURNING name";
+// The live table of the queue named by the SQL between the two halves, or
+// NULL if it does not exist.
+inline constexpr char kLiveTableOf[] =
+    "to_regclass(format('pgmq.%I', 'q_' || lower(";
+inline constexpr char kLiveTableOfEnd[] = ")))";
 // A physical queue exists when its live table does (registered or not).
-inline constexpr std::string_view kQueueExists =
-    "SELECT to_regclass(format('pgmq.%I', 'q_' || lower($1))) IS NOT NULL";
+inline constexpr auto kQueueExists =
+    Join("SELECT ", kLiveTableOf, "$1", kLiveTableOfEnd, " IS NOT NULL");
 inline constexpr std::string_view kInsertQueue =
     "INSERT INTO sluice.queues (name, owner_flow, created_at) "
     "VALUES ($1, $2, $3::timestamptz)";
@@ -552,9 +557,9 @@ inline constexpr auto kGetTaskOutputs =
 // FindStalledTasks: pg_queue_sql.h FindStalledSql, over the registered
 // queues' names (rows: name). A queue whose table is gone (dropped by hand)
 // is left out, so it cannot fail the sweep of every other queue.
-inline constexpr std::string_view kQueueNames =
-    "SELECT name FROM sluice.queues WHERE to_regclass(format('pgmq.%I', "
-    "'q_' || lower(name))) IS NOT NULL ORDER BY name";
+inline constexpr auto kQueueNames =
+    Join("SELECT name FROM sluice.queues WHERE ", kLiveTableOf, "name",
+         kLiveTableOfEnd, " IS NOT NULL ORDER BY name");
 
 // --- The outbox ---
 
