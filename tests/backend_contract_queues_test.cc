@@ -41,6 +41,11 @@ TEST_P(BackendContractTest, QueueOperations_UnknownQueue_FailWithNotFound) {
                         return tx.ArchiveMessages("nope", {{1}}, kT0);
                       }),
             absl::StatusCode::kNotFound);
+  EXPECT_EQ(WriteCode(Begin(),
+                      [](Transaction& tx) {
+                        return tx.DeleteMessages("nope", {{1}});
+                      }),
+            absl::StatusCode::kNotFound);
   EXPECT_EQ(CodeOf(Begin()->LookupMessage("nope", 1)),
             absl::StatusCode::kNotFound);
 }
@@ -219,6 +224,36 @@ TEST_P(BackendContractTest, ArchiveMessages_MovesLiveMessagesToTheArchive) {
   EXPECT_TRUE(Lookup(*tx, ids[0])->archived);
   EXPECT_EQ(Lookup(*tx, ids[0])->message.visible_at, At(30));
   EXPECT_EQ(Lookup(*tx, unknown), std::nullopt);
+}
+
+TEST_P(BackendContractTest, DeleteMessages_RemovesLiveMessagesOnly) {
+  CreateQueue("greet");
+  const std::vector<int64_t> ids = Send({Message(1), Message(2), Message(3)});
+  const int64_t unknown = ids[2] + 1000;
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.ArchiveMessages("greet", {{ids[2]}}, At(3)));
+  });
+  {
+    // Rolled back: the message stays.
+    std::unique_ptr<Transaction> tx = Begin();
+    ASSERT_OK(tx->DeleteMessages("greet", {{ids[1]}}));
+    EXPECT_EQ(Lookup(*tx, ids[1]), std::nullopt);
+  }
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.DeleteMessages("greet", {{ids[0], ids[2], unknown}}));
+    ASSERT_OK(tx.DeleteMessages("greet", {{ids[0]}}));  // a no-op
+    ASSERT_OK(tx.DeleteMessages("greet", {}));
+  });
+  std::unique_ptr<Transaction> tx = Begin();
+  EXPECT_EQ(Lookup(*tx, ids[0]), std::nullopt);
+  ASSERT_TRUE(Lookup(*tx, ids[1]).has_value());
+  EXPECT_FALSE(Lookup(*tx, ids[1])->archived);
+  // An archived message is not live: the delete skips it.
+  ASSERT_TRUE(Lookup(*tx, ids[2]).has_value());
+  EXPECT_TRUE(Lookup(*tx, ids[2])->archived);
+  EXPECT_THAT(IdsOf(ValueOf(
+                  tx->ReadMessages("greet", At(10), 10, At(20), Fields::kAll))),
+              ElementsAre(ids[1]));
 }
 
 TEST_P(BackendContractTest, ReadMessages_NoPayloads_LeavesBodiesEmpty) {

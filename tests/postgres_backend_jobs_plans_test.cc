@@ -256,6 +256,7 @@ TEST_F(PostgresJobsTest,
         "{0}"}},
       {queue.set_visibility, {"{5}", "{2030-01-01 00:00:00+00}", "{t}"}},
       {queue.archive, {"{5}", "2030-01-01 00:00:00+00"}},
+      {queue.delete_messages, {"{5}"}},
   };
   absl::StatusOr<Session> session = Session::Open(db_->url());
   ASSERT_TRUE(session.ok());

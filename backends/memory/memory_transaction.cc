@@ -462,6 +462,16 @@ absl::Status MemoryTransaction::ArchiveMessages(
   });
 }
 
+absl::Status MemoryTransaction::DeleteMessages(
+    std::string_view queue, std::span<const int64_t> message_ids) {
+  return Apply([&]() -> absl::Status {
+    absl::StatusOr<MessageQueue*> found = FindQueue(queue);
+    if (!found.ok()) return found.status();
+    (*found)->DeleteLive(message_ids, undo());
+    return absl::OkStatus();
+  });
+}
+
 absl::StatusOr<std::optional<MessageLocation>> MemoryTransaction::LookupMessage(
     std::string_view queue, int64_t message_id) {
   return Apply([&]() -> absl::StatusOr<std::optional<MessageLocation>> {

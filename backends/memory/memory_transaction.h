@@ -161,6 +161,8 @@ class MemoryTransaction final : public Transaction {
   absl::Status ArchiveMessages(std::string_view queue,
                                std::span<const int64_t> message_ids,
                                absl::Time now) override;
+  absl::Status DeleteMessages(std::string_view queue,
+                              std::span<const int64_t> message_ids) override;
   absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
       std::string_view queue, int64_t message_id) override;
 

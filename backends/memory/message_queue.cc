@@ -101,6 +101,13 @@ void MessageQueue::Archive(std::span<const int64_t> message_ids, absl::Time now,
   }
 }
 
+void MessageQueue::DeleteLive(std::span<const int64_t> message_ids,
+                              UndoLog& undo) {
+  for (const int64_t id : message_ids) {
+    if (LiveMessage(id) != nullptr) Delete(id, undo);
+  }
+}
+
 std::optional<MessageLocation> MessageQueue::Lookup(int64_t message_id) const {
   auto it = by_id_.find(message_id);
   if (it == by_id_.end()) return std::nullopt;

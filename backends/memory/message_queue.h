@@ -73,6 +73,8 @@ class MessageQueue {
   // Moves the live messages named to the archive; skips other ids.
   void Archive(std::span<const int64_t> message_ids, absl::Time now,
                UndoLog& undo);
+  // Deletes the live messages named (pgmq's delete); skips other ids.
+  void DeleteLive(std::span<const int64_t> message_ids, UndoLog& undo);
   std::optional<MessageLocation> Lookup(int64_t message_id) const;
   // The visible_at of a live message; nullopt if the id is not live.
   std::optional<absl::Time> VisibleAtOf(int64_t message_id) const {

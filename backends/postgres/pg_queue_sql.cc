@@ -151,6 +151,8 @@ QueueSql::QueueSql(std::string_view queue) {
       " (msg_id, read_ct, enqueued_at, archived_at, vt, message, headers) "
       "SELECT msg_id, read_ct, enqueued_at, $2::timestamptz, vt, message, "
       "headers FROM moved");
+  delete_messages = StrCat(sql::kGenericPlan, "DELETE FROM ", live,
+                           " WHERE msg_id = ANY($1::bigint[])");
   lookup = StrCat(
       "SELECT false, NULL::timestamptz, ", columns, ", q.message FROM ", live,
       " AS q WHERE q.msg_id = $1 UNION ALL SELECT true, "

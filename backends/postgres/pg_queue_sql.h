@@ -47,6 +47,8 @@ struct QueueSql {
   std::string count_tasks;
   // $1 msg_id[], $2 archived_at.
   std::string archive;
+  // $1 msg_id[]: pgmq's delete.
+  std::string delete_messages;
   // $1 msg_id. Rows: archived, archived_at, msg_id, read_ct, enqueued_at,
   // vt, priority, message.
   std::string lookup;

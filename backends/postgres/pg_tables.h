@@ -186,6 +186,8 @@ class PgTables {
   absl::Status ArchiveMessages(std::string_view queue,
                                std::span<const int64_t> message_ids,
                                absl::Time now);
+  absl::Status DeleteMessages(std::string_view queue,
+                              std::span<const int64_t> message_ids);
   absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
       std::string_view queue, int64_t message_id);
 

@@ -256,6 +256,16 @@ absl::Status PgTables::ArchiveMessages(std::string_view queue,
   return absl::OkStatus();
 }
 
+absl::Status PgTables::DeleteMessages(std::string_view queue,
+                                      std::span<const int64_t> message_ids) {
+  if (message_ids.empty()) return absl::OkStatus();
+  ArrayLiteral ids;
+  for (int64_t message_id : message_ids) ids.Int(message_id);
+  Send(connection_.StatementsFor(queue).delete_messages,
+       Params().Array(std::move(ids)), "DeleteMessages", queue);
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::optional<MessageLocation>> PgTables::LookupMessage(
     std::string_view queue, int64_t message_id) {
   SLUICE_ASSIGN_OR_RETURN(

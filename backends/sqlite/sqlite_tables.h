@@ -165,6 +165,8 @@ class SqliteTables {
   absl::Status ArchiveMessages(std::string_view queue,
                                std::span<const int64_t> message_ids,
                                absl::Time now);
+  absl::Status DeleteMessages(std::string_view queue,
+                              std::span<const int64_t> message_ids);
   absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
       std::string_view queue, int64_t message_id);
 
@@ -201,6 +203,9 @@ class SqliteTables {
   // The registered queue; kNotFound naming it if there is none.
   absl::StatusOr<QueueRecord> RequireQueueRecord(std::string_view queue,
                                                  std::string_view operation);
+  // Deletes the live messages of `queue` whose ids `ids` holds.
+  absl::Status DeleteLive(std::string_view queue, const BoundRows& ids,
+                          std::string_view operation);
   // The next `count` FIFO seqs of `queue`: the last one reserved.
   absl::StatusOr<int64_t> ReserveSeqs(std::string_view queue, int64_t count,
                                       std::string_view operation);

@@ -168,8 +168,24 @@ absl::Status SqliteTables::ArchiveMessages(std::string_view queue,
     copy.BindTime(3, now);
     SLUICE_RETURN_IF_ERROR(copy.Run());
   }
+  return DeleteLive(queue, ids, kOperation);
+}
+
+absl::Status SqliteTables::DeleteMessages(
+    std::string_view queue, std::span<const int64_t> message_ids) {
+  constexpr std::string_view kOperation = "DeleteMessages";
+  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, kOperation));
+  if (message_ids.empty()) return absl::OkStatus();
+  BoundRows ids(1, message_ids.size());
+  for (int64_t message_id : message_ids) ids.AddInt(message_id);
+  return DeleteLive(queue, ids, kOperation);
+}
+
+absl::Status SqliteTables::DeleteLive(std::string_view queue,
+                                      const BoundRows& ids,
+                                      std::string_view operation) {
   SLUICE_ASSIGN_OR_RETURN(Statement remove,
-                          Prepare(sql::kDeleteMessages, kOperation));
+                          Prepare(sql::kDeleteMessages, operation));
   remove.BindText(1, queue);
   remove.BindRows(2, ids);
   return remove.Run();

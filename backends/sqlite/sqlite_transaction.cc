@@ -462,6 +462,11 @@ absl::Status SqliteTransaction::ArchiveMessages(
       [&] { return tables_.ArchiveMessages(queue, message_ids, now); });
 }
 
+absl::Status SqliteTransaction::DeleteMessages(
+    std::string_view queue, std::span<const int64_t> message_ids) {
+  return Guarded([&] { return tables_.DeleteMessages(queue, message_ids); });
+}
+
 absl::StatusOr<std::optional<MessageLocation>> SqliteTransaction::LookupMessage(
     std::string_view queue, int64_t message_id) {
   return Guarded([&] { return tables_.LookupMessage(queue, message_id); });

@@ -400,6 +400,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> retries;
   absl::flat_hash_map<std::string, std::vector<int64_t>> archives =
       std::move(late_archives);
+  absl::flat_hash_map<std::string, std::vector<int64_t>> deletes;
   TransactionEffects effects;
   StepTally tally;
   OutputsInHand in_hand;
@@ -418,7 +419,11 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       outcome.dispositions[plan.result] = plan.disposition;
       Tally(plan, t, now, tally);
       attempts.push_back(std::move(plan.attempt));
-      if (plan.archive) archives[t.queue_name].push_back(t.message_id);
+      if (plan.archive) {
+        // A completed task's row says all its message did; keep no copy.
+        auto& ended = t.status == TaskStatus::kCompleted ? deletes : archives;
+        ended[t.queue_name].push_back(t.message_id);
+      }
       if (plan.visible_at) {
         // A retry goes to the back of its priority (effect-mq's rule).
         retries[t.queue_name].push_back(
@@ -439,6 +444,9 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   }
   for (auto& [queue, ids] : archives) {
     SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(queue, ids, now));
+  }
+  for (auto& [queue, ids] : deletes) {
+    SLUICE_RETURN_IF_ERROR(tx->DeleteMessages(queue, ids));
   }
   if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
   if (!reports.empty() && apply.here) {

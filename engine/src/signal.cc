@@ -2,7 +2,7 @@
 // (docs/decisions/0030-signals.md).
 //
 // One transaction locks the run, then reads the step and its task: a queued
-// task completes with the payload (message archived, ledger entry, outbox
+// task completes with the payload (message deleted, ledger entry, outbox
 // report), exactly as a handler's completion would, and the report is then
 // applied on the push path so that dependents start; the sweeper applies it
 // if that fails. A step not started yet holds the payload in its state's
@@ -179,8 +179,9 @@ absl::StatusOr<SignalOutcome> Engine::Signal(const RunId& run_id,
   }
   const TaskRecord& ended = updates[0].task;
   int64_t message_id = ended.message_id;
+  // Completed: its message is deleted, as a handler's completion's is.
   SLUICE_RETURN_IF_ERROR(
-      tx->ArchiveMessages(ended.queue_name, std::span(&message_id, 1), now));
+      tx->DeleteMessages(ended.queue_name, std::span(&message_id, 1)));
   SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(std::span(&end.attempt, 1)));
   OutboxReport report{.task = ended.key,
                       .flow_slug = ended.flow_slug,

@@ -32,10 +32,10 @@ TEST_P(Completion, Finish_AppendsAReport_AndOnlyApplyingItReleasesDependents) {
   ASSERT_TRUE(outcome.ok()) << outcome.status();
   ASSERT_EQ(outcome->report_ids.size(), 1u);
   EXPECT_EQ(outcome->dispositions[0], ResultDisposition::kCompleted);
-  // The task is complete and its message archived, in the same transaction
-  // as the report; the step waits for the report.
+  // The task is complete and its message deleted (no archive copy), in the
+  // same transaction as the report; the step waits for the report.
   EXPECT_EQ(TaskOf(run, "a").status, TaskStatus::kCompleted);
-  EXPECT_TRUE(MessageOf(TaskOf(run, "a"))->archived);
+  EXPECT_FALSE(MessageOf(TaskOf(run, "a")).has_value());
   EXPECT_EQ(PendingReports(), 1);
   EXPECT_EQ(StepOf(View(run), "a").status, StepStatus::kStarted);
   ASSERT_TRUE(engine().ApplyReports(outcome->report_ids).ok());
@@ -250,7 +250,13 @@ TEST_P(Completion, ExhaustedWithFail_FailsTheRunAndCancelsEverythingElse) {
   std::vector<TaskStatus> statuses;
   for (const TaskRecord& t : view.tasks) {
     statuses.push_back(t.status);
-    EXPECT_TRUE(MessageOf(t)->archived) << t.key.task_index;
+    std::optional<MessageLocation> where = MessageOf(t);
+    // Deleted on completion; archived however else the task ended.
+    EXPECT_EQ(where.has_value() && where->archived,
+              t.status != TaskStatus::kCompleted)
+        << t.key.task_index;
+    EXPECT_EQ(where.has_value(), t.status != TaskStatus::kCompleted)
+        << t.key.task_index;
   }
   EXPECT_THAT(statuses,
               ElementsAre(TaskStatus::kCompleted, TaskStatus::kFailed,

@@ -54,16 +54,16 @@ TEST_P(QueueTasks, TasksOfOneRun_KeepTheirQueueAndMessageThroughCompletion) {
   TaskRecord two = TaskOf(run, "two");
   EXPECT_EQ(two.queue_name, "snap__two");
   EXPECT_EQ(Waiting("snap__two"), 1);
-  EXPECT_TRUE(Where(TaskOf(run, "one")).archived);
+  EXPECT_FALSE(MessageOf(TaskOf(run, "one")).has_value());  // deleted
 
   DriveEveryQueue(flow);
   RunView view = View(run);
   EXPECT_EQ(view.run.status, RunStatus::kCompleted);
   for (const TaskRecord& task : view.tasks) {
     std::string step = flow.shape().steps[task.key.step_index].slug;
-    // Unchanged since creation, and archived on that queue.
+    // Unchanged since creation, and deleted from that queue on completion.
     EXPECT_EQ(task.queue_name, StrCat("snap__", step));
-    EXPECT_TRUE(Where(task).archived) << step;
+    EXPECT_FALSE(MessageOf(task).has_value()) << step;
   }
   EXPECT_EQ(TaskOf(run, "one").message_id, one.message_id);
   EXPECT_EQ(TaskOf(run, "two").message_id, two.message_id);

@@ -22,7 +22,7 @@ TEST_P(Signals, Signal_CompletesTheWait_AndTheRunGoesOn) {
   EXPECT_EQ(done.status, TaskStatus::kCompleted);
   EXPECT_EQ(done.output, J("{\"ok\":true}"));
   EXPECT_TRUE(done.error.empty());
-  EXPECT_TRUE(MessageOf(done)->archived);
+  EXPECT_FALSE(MessageOf(done).has_value());  // deleted, as on completion
   EXPECT_EQ(StepOf(View(run), "approve").status, StepStatus::kCompleted);
   EXPECT_EQ(PendingReports(), 0);  // applied on the push path
 

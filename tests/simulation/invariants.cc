@@ -204,17 +204,21 @@ std::optional<Violation> InvariantChecker::CheckTask(
                   StrCat(name, " is ", ToString(task.status), " but step \"",
                          step.step_slug, "\" is ", ToString(step.status)));
   }
-  if (!snapshot.message_found) {
+  // A completed task's message is deleted (or archived, for a parent that
+  // waited on its children); every other ended task's is archived.
+  bool live = snapshot.message_found && !snapshot.message_archived;
+  if (!snapshot.message_found && task.status != TaskStatus::kCompleted) {
     return Broken("task-message-missing",
-                  StrCat(name, ": message ", task.message_id, " of queue \"",
-                         task.queue_name, "\" is neither live nor archived"));
+                  StrCat(name, " is ", ToString(task.status), ": message ",
+                         task.message_id, " of queue \"", task.queue_name,
+                         "\" is neither live nor archived"));
   }
-  if (active && snapshot.message_archived) {
+  if (active && !live) {
     return Broken("active-task-without-live-message",
                   StrCat(name, " is ", ToString(task.status),
-                         " but its message is archived: nobody can claim it"));
+                         " but its message is not live: nobody can claim it"));
   }
-  if (!active && !snapshot.message_archived) {
+  if (!active && live) {
     return Broken("ended-task-with-live-message",
                   StrCat(name, " is ", ToString(task.status),
                          " but its message is still live"));

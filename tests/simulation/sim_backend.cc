@@ -88,8 +88,13 @@ class SimBackend::Tx : public ForwardingTransaction {
   absl::Status ArchiveMessages(std::string_view queue,
                                std::span<const int64_t> message_ids,
                                absl::Time now) override {
-    for (int64_t id : message_ids) archived_.emplace_back(queue, id);
+    for (int64_t id : message_ids) ended_.emplace_back(queue, id);
     return ForwardingTransaction::ArchiveMessages(queue, message_ids, now);
+  }
+  absl::Status DeleteMessages(std::string_view queue,
+                              std::span<const int64_t> message_ids) override {
+    for (int64_t id : message_ids) ended_.emplace_back(queue, id);
+    return ForwardingTransaction::DeleteMessages(queue, message_ids);
   }
   absl::Status Commit() override {
     absl::Status status = ForwardingTransaction::Commit();
@@ -117,8 +122,7 @@ class SimBackend::Tx : public ForwardingTransaction {
   void Record() {
     owner_.touched_.insert(owner_.touched_.end(), touched_.begin(),
                            touched_.end());
-    owner_.archived_.insert(owner_.archived_.end(), archived_.begin(),
-                            archived_.end());
+    owner_.ended_.insert(owner_.ended_.end(), ended_.begin(), ended_.end());
     ReportLedger& ledger = owner_.ledger_;
     for (const auto& [id, key] : appended_) {
       ledger.appended[id] = key;
@@ -136,7 +140,7 @@ class SimBackend::Tx : public ForwardingTransaction {
   std::vector<std::pair<int64_t, TaskKey>> appended_;
   std::vector<int64_t> taken_;
   std::vector<RunId> touched_;
-  std::vector<std::pair<std::string, int64_t>> archived_;
+  std::vector<std::pair<std::string, int64_t>> ended_;
 };
 
 std::unique_ptr<Transaction> SimBackend::Wrap(std::unique_ptr<Transaction> tx) {
@@ -149,11 +153,10 @@ std::vector<RunId> SimBackend::TakeTouchedRuns() {
   return touched;
 }
 
-std::vector<std::pair<std::string, int64_t>>
-SimBackend::TakeArchivedMessages() {
-  std::vector<std::pair<std::string, int64_t>> archived = std::move(archived_);
-  archived_.clear();
-  return archived;
+std::vector<std::pair<std::string, int64_t>> SimBackend::TakeEndedMessages() {
+  std::vector<std::pair<std::string, int64_t>> ended = std::move(ended_);
+  ended_.clear();
+  return ended;
 }
 
 absl::Status SimBackend::MaybeFail() {

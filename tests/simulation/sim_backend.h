@@ -45,9 +45,10 @@ class SimBackend : public ForwardingBackend {
   // task or report rows) since the last call; the checker re-reads only
   // those among the runs that had already ended.
   std::vector<RunId> TakeTouchedRuns();
-  // The messages committed transactions archived since the last call, by
-  // queue and id (a task's message is the one write not keyed by its run).
-  std::vector<std::pair<std::string, int64_t>> TakeArchivedMessages();
+  // The messages committed transactions archived or deleted since the last
+  // call, by queue and id (a task's message is the one write not keyed by
+  // its run).
+  std::vector<std::pair<std::string, int64_t>> TakeEndedMessages();
 
  protected:
   absl::Status BeforeBegin() override { return MaybeFail(); }
@@ -62,7 +63,7 @@ class SimBackend : public ForwardingBackend {
   int64_t injected_ = 0;
   ReportLedger ledger_;
   std::vector<RunId> touched_;
-  std::vector<std::pair<std::string, int64_t>> archived_;
+  std::vector<std::pair<std::string, int64_t>> ended_;
 };
 
 }  // namespace sluice::simulation

@@ -262,7 +262,7 @@ bool World::Step(int number) {
 bool World::CheckNow(std::optional<absl::Time> prune_cutoff, bool full) {
   if (result_.violation) return false;
   std::vector<RunId> touched = faulty_->TakeTouchedRuns();
-  for (auto& message : faulty_->TakeArchivedMessages()) {
+  for (auto& message : faulty_->TakeEndedMessages()) {
     auto owner = message_runs_.find(message);
     if (owner == message_runs_.end()) {
       full = true;  // a message of no known task: read everything

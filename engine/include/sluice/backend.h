@@ -536,6 +536,10 @@ class Transaction {
   virtual absl::Status ArchiveMessages(std::string_view queue,
                                        std::span<const int64_t> message_ids,
                                        absl::Time now) = 0;
+  // (interface v10) Deletes live messages, keeping no copy (pgmq's delete);
+  // ids not live (archived ones included) are skipped.
+  virtual absl::Status DeleteMessages(std::string_view queue,
+                                      std::span<const int64_t> message_ids) = 0;
   // Finds a message, live or archived.
   virtual absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
       std::string_view queue, int64_t message_id) = 0;
@@ -583,7 +587,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 9;
+  static constexpr int kInterfaceVersion = 10;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -351,6 +351,11 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("ArchiveMessages"));
     return target_->ArchiveMessages(queue, message_ids, now);
   }
+  absl::Status DeleteMessages(std::string_view queue,
+                              std::span<const int64_t> message_ids) override {
+    SLUICE_RETURN_IF_ERROR(BeforeCall("DeleteMessages"));
+    return target_->DeleteMessages(queue, message_ids);
+  }
   absl::StatusOr<std::optional<MessageLocation>> LookupMessage(
       std::string_view queue, int64_t message_id) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("LookupMessage"));
