@@ -9,6 +9,7 @@
 
 #include "absl/strings/ascii.h"
 #include "engine_impl.h"
+#include "ledger.h"
 #include "queue_registry.h"
 #include "run_options.h"
 #include "run_progress.h"
@@ -389,10 +390,12 @@ absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
       return absl::NotFoundError(
           StrCat("run ", run_id.ToString(), " does not exist"));
     }
-    return RunView{.run = std::move(parts->run),
-                   .steps = std::move(parts->steps),
-                   .tasks = std::move(parts->tasks),
-                   .attempts = std::move(parts->attempts)};
+    RunView view{.run = std::move(parts->run),
+                 .steps = std::move(parts->steps),
+                 .tasks = std::move(parts->tasks),
+                 .attempts = std::move(parts->attempts)};
+    AddDerivedAttempts(view.tasks, view.attempts);
+    return view;
   }
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
@@ -409,6 +412,7 @@ absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
   view.steps = std::move(steps[0]);
   SLUICE_ASSIGN_OR_RETURN(view.tasks, tx->ListTasks(run_id));
   SLUICE_ASSIGN_OR_RETURN(view.attempts, tx->ListAttempts(run_id));
+  AddDerivedAttempts(view.tasks, view.attempts);
   return view;
 }
 

@@ -418,7 +418,10 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       const TaskRecord& t = updates[u].task;
       outcome.dispositions[plan.result] = plan.disposition;
       Tally(plan, t, now, tally);
-      attempts.push_back(std::move(plan.attempt));
+      // A completion's entry is derived from its task row (ledger.h).
+      if (plan.disposition != ResultDisposition::kCompleted) {
+        attempts.push_back(std::move(plan.attempt));
+      }
       if (plan.archive) {
         // A completed task's row says all its message did; keep no copy.
         auto& ended = t.status == TaskStatus::kCompleted ? deletes : archives;

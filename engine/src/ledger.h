@@ -1,9 +1,13 @@
 // Attempts ledger entries: one per ended attempt, written in the same
-// transaction as the transition that ended it (docs/decisions/0018).
+// transaction as the transition that ended it (docs/decisions/0018), except
+// the attempt that completes its task through FinishTasks: the task row
+// holds all of that entry, so it is derived when the ledger is read
+// (docs/decisions/0067).
 #ifndef SLUICE_ENGINE_LEDGER_H_
 #define SLUICE_ENGINE_LEDGER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/time/time.h"
 #include "sluice/records.h"
@@ -24,6 +28,12 @@ inline AttemptRecord EndedAttempt(const TaskRecord& task,
   a.error = std::move(error);
   return a;
 }
+
+// Adds to `attempts` (one run's stored ledger, by task then attempt) the
+// entry of each completed task's last attempt that is not stored, derived
+// from the task row; keeps the order.
+void AddDerivedAttempts(const std::vector<TaskRecord>& tasks,
+                        std::vector<AttemptRecord>& attempts);
 
 }  // namespace sluice
 

@@ -1,5 +1,6 @@
 // The attempts ledger: one entry per ended attempt, for every outcome, in
-// the transaction of the transition that ended it.
+// the transaction of the transition that ended it; a worker's completion is
+// derived from its task row when the ledger is read (decision 0067).
 #include "lifecycle_fixture.h"
 
 namespace sluice::testing {
@@ -41,6 +42,36 @@ TEST_P(LifecycleLedger, RetriedThenCompleted_KeepsTheErrorOfEachFailure) {
   EXPECT_THAT(Ledger(run), ElementsAre("retried@1", "completed@2"));
   EXPECT_EQ(view.attempts[0].error, "flaky once");
   EXPECT_EQ(view.run.status, RunStatus::kCompleted);
+}
+
+TEST_P(LifecycleLedger, Completions_DerivedInOrder_NotStored) {
+  Flow flow("ledger_derived");
+  flow.Map("each", {.max_attempts = 3}, Echo());
+  Deploy(flow);
+  RunId run = Start(flow, J("[1,2,3]"));
+  std::vector<ClaimedTask> first = Claim(flow, 3);
+  ASSERT_EQ(first.size(), 3u);
+  Complete(first[0], J("1"));
+  Fail(first[1], absl::UnavailableError("flaky"));
+  Complete(first[2], J("3"));
+  clock().Advance(absl::Hours(1));  // past the retry's backoff
+  Complete(One(flow), J("2"));
+  RunView view = View(run);
+  EXPECT_EQ(view.run.status, RunStatus::kCompleted);
+  std::vector<std::string> entries;
+  for (const AttemptRecord& a : view.attempts) {
+    entries.push_back(
+        StrCat(a.task.task_index, ":", ToString(a.outcome), "@", a.attempt));
+  }
+  EXPECT_THAT(entries, ElementsAre("0:completed@1", "1:retried@1",
+                                   "1:completed@2", "2:completed@1"));
+  // Stored: only the retry; each completion is its task row.
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend().Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  absl::StatusOr<std::vector<AttemptRecord>> stored = (*tx)->ListAttempts(run);
+  ASSERT_TRUE(stored.ok()) << stored.status();
+  ASSERT_EQ(stored->size(), 1u);
+  EXPECT_EQ((*stored)[0].outcome, AttemptOutcome::kRetried);
 }
 
 TEST_P(LifecycleLedger, AttemptsRunOut_LastEntryIsFailed) {
