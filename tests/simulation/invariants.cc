@@ -204,8 +204,9 @@ std::optional<Violation> InvariantChecker::CheckTask(
                   StrCat(name, " is ", ToString(task.status), " but step \"",
                          step.step_slug, "\" is ", ToString(step.status)));
   }
-  // A completed task's message is deleted (or archived, for a parent that
-  // waited on its children); every other ended task's is archived.
+  // A completed task's message is deleted, or archived where the path that
+  // completed it archives (decision 0066); every other ended task's is
+  // archived.
   bool live = snapshot.message_found && !snapshot.message_archived;
   if (!snapshot.message_found && task.status != TaskStatus::kCompleted) {
     return Broken("task-message-missing",
