@@ -104,7 +104,8 @@ void MessageQueue::Archive(std::span<const int64_t> message_ids, absl::Time now,
 void MessageQueue::DeleteLive(std::span<const int64_t> message_ids,
                               UndoLog& undo) {
   for (const int64_t id : message_ids) {
-    if (LiveMessage(id) != nullptr) Delete(id, undo);
+    auto it = FindLive(id);
+    if (it != by_id_.end()) Erase(it, undo);
   }
 }
 
@@ -119,7 +120,10 @@ std::optional<MessageLocation> MessageQueue::Lookup(int64_t message_id) const {
 
 void MessageQueue::Delete(int64_t message_id, UndoLog& undo) {
   auto it = by_id_.find(message_id);
-  if (it == by_id_.end()) return;
+  if (it != by_id_.end()) Erase(it, undo);
+}
+
+void MessageQueue::Erase(ById::const_iterator it, UndoLog& undo) {
   QueuedMessage& row = *it->second;
   Unlink(row);  // a no-op for an archived row
   by_id_.erase(it);

@@ -123,14 +123,23 @@ class MessageQueue {
       // Auto-unlink hooks need a size that is not cached.
       boost::intrusive::constant_time_size<false>>;
 
+  using ById = absl::flat_hash_map<int64_t, QueuedMessage*>;
+
   static MessageRecord ToRecord(const QueuedMessage& message, Fields fields);
-  QueuedMessage* LiveMessage(int64_t message_id) const {
+  // The index entry of a live message; end() if the id is not live.
+  ById::const_iterator FindLive(int64_t message_id) const {
     auto it = by_id_.find(message_id);
-    if (it == by_id_.end() || it->second->archived_at.has_value()) {
-      return nullptr;
+    if (it != by_id_.end() && it->second->archived_at.has_value()) {
+      return by_id_.end();
     }
-    return it->second;
+    return it;
   }
+  QueuedMessage* LiveMessage(int64_t message_id) const {
+    auto it = FindLive(message_id);
+    return it == by_id_.end() ? nullptr : it->second;
+  }
+  // Deletes the message `it` names, live or archived (Delete, DeleteLive).
+  void Erase(ById::const_iterator it, UndoLog& undo);
   // Links a live message into the index its visible_at belongs in, or
   // unlinks it. REQUIRES for Link: its fields are final and it is unlinked.
   void Link(QueuedMessage& message);
@@ -146,7 +155,7 @@ class MessageQueue {
   int64_t next_seq_ = 1;
   // Declared before the indexes, so they are emptied before rows go.
   RowArena<QueuedMessage> rows_;
-  absl::flat_hash_map<int64_t, QueuedMessage*> by_id_;  // live and archived
+  ById by_id_;  // live and archived
   // Invariant: visible_ holds exactly the live messages with visible_at <=
   // horizon_, hidden_ the others.
   absl::Time horizon_ = absl::InfinitePast();

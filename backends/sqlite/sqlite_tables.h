@@ -203,9 +203,12 @@ class SqliteTables {
   // The registered queue; kNotFound naming it if there is none.
   absl::StatusOr<QueueRecord> RequireQueueRecord(std::string_view queue,
                                                  std::string_view operation);
-  // Deletes the live messages of `queue` whose ids `ids` holds.
-  absl::Status DeleteLive(std::string_view queue, const BoundRows& ids,
-                          std::string_view operation);
+  // Deletes the live messages of `queue` named, first copying them to the
+  // archive with `archived_at` when it is set; skips ids not live.
+  absl::Status EndMessages(std::string_view queue,
+                           std::span<const int64_t> message_ids,
+                           std::optional<absl::Time> archived_at,
+                           std::string_view operation);
   // The next `count` FIFO seqs of `queue`: the last one reserved.
   absl::StatusOr<int64_t> ReserveSeqs(std::string_view queue, int64_t count,
                                       std::string_view operation);

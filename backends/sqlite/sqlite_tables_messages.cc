@@ -155,35 +155,30 @@ absl::StatusOr<std::optional<absl::Time>> SqliteTables::NextVisibleAt(
 absl::Status SqliteTables::ArchiveMessages(std::string_view queue,
                                            std::span<const int64_t> message_ids,
                                            absl::Time now) {
-  constexpr std::string_view kOperation = "ArchiveMessages";
-  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, kOperation));
-  if (message_ids.empty()) return absl::OkStatus();
-  BoundRows ids(1, message_ids.size());
-  for (int64_t message_id : message_ids) ids.AddInt(message_id);
-  {
-    SLUICE_ASSIGN_OR_RETURN(Statement copy,
-                            Prepare(sql::kCopyToArchive, kOperation));
-    copy.BindText(1, queue);
-    copy.BindRows(2, ids);
-    copy.BindTime(3, now);
-    SLUICE_RETURN_IF_ERROR(copy.Run());
-  }
-  return DeleteLive(queue, ids, kOperation);
+  return EndMessages(queue, message_ids, now, "ArchiveMessages");
 }
 
 absl::Status SqliteTables::DeleteMessages(
     std::string_view queue, std::span<const int64_t> message_ids) {
-  constexpr std::string_view kOperation = "DeleteMessages";
-  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, kOperation));
+  return EndMessages(queue, message_ids, std::nullopt, "DeleteMessages");
+}
+
+absl::Status SqliteTables::EndMessages(std::string_view queue,
+                                       std::span<const int64_t> message_ids,
+                                       std::optional<absl::Time> archived_at,
+                                       std::string_view operation) {
+  SLUICE_RETURN_IF_ERROR(RequireQueue(queue, operation));
   if (message_ids.empty()) return absl::OkStatus();
   BoundRows ids(1, message_ids.size());
   for (int64_t message_id : message_ids) ids.AddInt(message_id);
-  return DeleteLive(queue, ids, kOperation);
-}
-
-absl::Status SqliteTables::DeleteLive(std::string_view queue,
-                                      const BoundRows& ids,
-                                      std::string_view operation) {
+  if (archived_at.has_value()) {
+    SLUICE_ASSIGN_OR_RETURN(Statement copy,
+                            Prepare(sql::kCopyToArchive, operation));
+    copy.BindText(1, queue);
+    copy.BindRows(2, ids);
+    copy.BindTime(3, *archived_at);
+    SLUICE_RETURN_IF_ERROR(copy.Run());
+  }
   SLUICE_ASSIGN_OR_RETURN(Statement remove,
                           Prepare(sql::kDeleteMessages, operation));
   remove.BindText(1, queue);
