@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -381,39 +382,48 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
 
 // CancelRun and RetryRun: lifecycle.cc.
 
-absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
-  if (auto* one_trip = dynamic_cast<internal::OneTripRunReads*>(tx.get())) {
+namespace {
+
+// The run's view as stored, in one round trip where the backend offers it;
+// nullopt if there is no such run.
+absl::StatusOr<std::optional<RunView>> ReadRunView(Transaction& tx,
+                                                   const RunId& run_id) {
+  if (auto* one_trip = dynamic_cast<internal::OneTripRunReads*>(&tx)) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<internal::RunWithParts> parts,
                             one_trip->ReadRunWithParts(run_id));
-    if (!parts) {
-      return absl::NotFoundError(
-          StrCat("run ", run_id.ToString(), " does not exist"));
-    }
-    RunView view{.run = std::move(parts->run),
-                 .steps = std::move(parts->steps),
-                 .tasks = std::move(parts->tasks),
-                 .attempts = std::move(parts->attempts)};
-    AddDerivedAttempts(view.tasks, view.attempts);
-    return view;
+    if (!parts) return std::nullopt;
+    return RunView{.run = std::move(parts->run),
+                   .steps = std::move(parts->steps),
+                   .tasks = std::move(parts->tasks),
+                   .attempts = std::move(parts->attempts)};
   }
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
-      tx->GetRuns(std::span(&run_id, 1), LockMode::kNone, Fields::kAll));
-  if (!runs[0]) {
-    return absl::NotFoundError(
-        StrCat("run ", run_id.ToString(), " does not exist"));
-  }
+      tx.GetRuns(std::span(&run_id, 1), LockMode::kNone, Fields::kAll));
+  if (!runs[0]) return std::nullopt;
   RunView view;
   view.run = std::move(*runs[0]);
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::vector<StepStateRecord>> steps,
-      tx->GetStepStates(std::span(&run_id, 1), Fields::kAll));
+      tx.GetStepStates(std::span(&run_id, 1), Fields::kAll));
   view.steps = std::move(steps[0]);
-  SLUICE_ASSIGN_OR_RETURN(view.tasks, tx->ListTasks(run_id));
-  SLUICE_ASSIGN_OR_RETURN(view.attempts, tx->ListAttempts(run_id));
-  AddDerivedAttempts(view.tasks, view.attempts);
+  SLUICE_ASSIGN_OR_RETURN(view.tasks, tx.ListTasks(run_id));
+  SLUICE_ASSIGN_OR_RETURN(view.attempts, tx.ListAttempts(run_id));
   return view;
+}
+
+}  // namespace
+
+absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl_->Begin());
+  SLUICE_ASSIGN_OR_RETURN(std::optional<RunView> view,
+                          ReadRunView(*tx, run_id));
+  if (!view) {
+    return absl::NotFoundError(
+        StrCat("run ", run_id.ToString(), " does not exist"));
+  }
+  AddDerivedAttempts(view->tasks, view->attempts);
+  return *std::move(view);
 }
 
 absl::Status Engine::DeleteRun(const RunId& run_id) {

@@ -418,14 +418,13 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       const TaskRecord& t = updates[u].task;
       outcome.dispositions[plan.result] = plan.disposition;
       Tally(plan, t, now, tally);
-      // A completion's entry is derived from its task row (ledger.h).
-      if (plan.disposition != ResultDisposition::kCompleted) {
-        attempts.push_back(std::move(plan.attempt));
-      }
+      // A completed task's row holds all its message and its attempt's
+      // ledger entry said: the message is deleted and the entry is derived
+      // when the ledger is read (ledger.h).
+      const bool completed = plan.disposition == ResultDisposition::kCompleted;
+      if (!completed) attempts.push_back(std::move(plan.attempt));
       if (plan.archive) {
-        // A completed task's row says all its message did; keep no copy.
-        auto& ended = t.status == TaskStatus::kCompleted ? deletes : archives;
-        ended[t.queue_name].push_back(t.message_id);
+        (completed ? deletes : archives)[t.queue_name].push_back(t.message_id);
       }
       if (plan.visible_at) {
         // A retry goes to the back of its priority (effect-mq's rule).
