@@ -71,16 +71,55 @@ int ShapeOf(const RunQuery& query, Fields fields) {
   return shape;
 }
 
+// Start order across every status, or across several, has no index of its
+// own (migration 0014, decision 0068) unless one flow is named: a branch per
+// status walks runs_by_status_start in order and stops at the limit, and the
+// page is the first `limit` of those (at most four pages' rows). Several
+// statuses gate their branches by the array, so a status not asked for
+// costs nothing. Each branch carries its own order and limit: a generic plan
+// guesses a tenth of the table for a limit it cannot see, and then sorts
+// every run rather than merge the branches.
+bool MergesStatuses(const RunQuery& query) {
+  return query.order_by == RunQuery::OrderBy::kStartedAt &&
+         query.flow_slugs.size() != 1 && query.statuses.size() != 1;
+}
+
+constexpr std::array<RunStatus, 4> kEveryRunStatus{
+    RunStatus::kStarted, RunStatus::kCompleted, RunStatus::kFailed,
+    RunStatus::kCancelled};
+
+// UNION ALL of one branch per status, each with `conditions`.
+std::string StatusBranches(const std::vector<std::string>& conditions,
+                           const std::string& statuses_param,
+                           const std::string& order_and_limit) {
+  std::vector<std::string> branches;
+  for (RunStatus status : kEveryRunStatus) {
+    std::vector<std::string> where{
+        StrCat("r.status = '", ToString(status), "'")};
+    if (!statuses_param.empty()) {
+      where.push_back(StrCat("'", ToString(status), "' = ANY(", statuses_param,
+                             "::text[])"));
+    }
+    where.insert(where.end(), conditions.begin(), conditions.end());
+    branches.push_back(StrCat("(SELECT * FROM sluice.runs AS r WHERE ",
+                              absl::StrJoin(where, " AND "), order_and_limit,
+                              ")"));
+  }
+  return absl::StrJoin(branches, " UNION ALL ");
+}
+
 std::string BuildListRuns(const RunQuery& query, Fields fields) {
   const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
+  const bool merged = MergesStatuses(query);
   const std::string time = by_finish ? "r.finished_at" : "r.started_at";
   std::vector<std::string> conditions;
+  std::string statuses_param;
   int next = 0;
   auto param = [&next] { return StrCat("$", ++next); };
   if (by_finish) conditions.emplace_back("r.finished_at IS NOT NULL");
   // One flow or one status is an equality, so runs_by_flow_start or
   // runs_by_status_start yields rows in order; ANY over several cannot
-  // (before Postgres 17) and sorts the matching runs.
+  // (before Postgres 17) and sorts the matching runs, or merges statuses.
   if (query.flow_slugs.size() == 1) {
     conditions.push_back(StrCat("r.flow_slug = ", param(), "::text"));
   } else if (!query.flow_slugs.empty()) {
@@ -88,6 +127,8 @@ std::string BuildListRuns(const RunQuery& query, Fields fields) {
   }
   if (query.statuses.size() == 1) {
     conditions.push_back(StrCat("r.status = ", param(), "::text"));
+  } else if (!query.statuses.empty() && merged) {
+    statuses_param = param();
   } else if (!query.statuses.empty()) {
     conditions.push_back(StrCat("r.status = ANY(", param(), "::text[])"));
   }
@@ -107,15 +148,27 @@ std::string BuildListRuns(const RunQuery& query, Fields fields) {
                                 "::timestamptz, ", param(), "::uuid)"));
   }
   const std::string direction = query.newest_first ? " DESC" : "";
+  const std::string order_and_limit =
+      StrCat(" ORDER BY ", time, direction, ", r.run_id", direction, " LIMIT ",
+             param());
+  // A merged listing is planned once per connection: planning four
+  // branches for every page cost more than reading it, and each branch
+  // walks its status's index whatever the parameters.
   std::string text = StrCat(
-      "SELECT ",
+      merged ? kGenericPlan : "", "SELECT ",
       fields == Fields::kAll ? kRunAll.view() : std::string_view(kRunState),
-      " FROM sluice.runs AS r");
-  if (!conditions.empty()) {
-    StrAppend(&text, " WHERE ", absl::StrJoin(conditions, " AND "));
+      " FROM ");
+  if (merged) {
+    StrAppend(&text, "(",
+              StatusBranches(conditions, statuses_param, order_and_limit),
+              ") AS r");
+  } else {
+    StrAppend(&text, "sluice.runs AS r");
+    if (!conditions.empty()) {
+      StrAppend(&text, " WHERE ", absl::StrJoin(conditions, " AND "));
+    }
   }
-  StrAppend(&text, " ORDER BY ", time, direction, ", r.run_id", direction,
-            " LIMIT ", param());
+  StrAppend(&text, order_and_limit);
   return text;
 }
 

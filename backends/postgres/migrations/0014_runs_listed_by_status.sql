@@ -1,0 +1,16 @@
+-- Sluice schema: no index of every run by start time.
+--
+-- Every run took an entry in runs_by_start_id (started_at, run_id) when it
+-- was inserted, and another when it ended: a run's finish sets its status
+-- and finish time, which other indexes cover, so it is never HOT and every
+-- index of runs takes a new entry. runs_by_status_start (status,
+-- started_at, run_id) holds the same runs in the same order within each
+-- status, and a run has one of four statuses. A listing by start time
+-- across statuses now reads one branch per status from that index and
+-- merges them (Merge Append) up to the page's limit, so a page still reads
+-- only about the rows it returns. W1 writes about 190 bytes less WAL a job.
+-- See docs/decisions/0068-runs-listed-by-status.md.
+--
+-- Hot statements and the index that serves each:
+--   runs by start, any or several statuses   runs_by_status_start, merged
+DROP INDEX sluice.runs_by_start_id;
