@@ -14,6 +14,7 @@
 #include "queue_registry.h"
 #include "run_options.h"
 #include "run_progress.h"
+#include "sluice/internal/implicit_steps.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -423,6 +424,15 @@ absl::StatusOr<RunView> Engine::GetRun(const RunId& run_id) {
         StrCat("run ", run_id.ToString(), " does not exist"));
   }
   AddDerivedAttempts(view->tasks, view->attempts);
+  if (view->steps.empty()) {
+    // A one-step run whose row says its step's state (implicit_steps.h).
+    // Without its flow's definition the view still has the run and tasks.
+    absl::StatusOr<std::shared_ptr<const CompiledFlow>> flow =
+        impl_->FlowFor(*tx, view->run.flow_slug);
+    if (flow.ok()) {
+      internal::AddImplicitStepState((*flow)->shape(), view->run, view->steps);
+    }
+  }
   return *std::move(view);
 }
 

@@ -5,6 +5,7 @@
 #include "fan_out_internal.h"
 #include "ledger.h"
 #include "run_options.h"
+#include "sluice/internal/implicit_steps.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "sluice/internal/writes_keep_outputs.h"
@@ -74,6 +75,7 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
                        /*fresh=*/true, /*payloads_loaded=*/true);
   progress.not_before_ = settings.not_before;
   progress.lasting_input_ = settings.lasting_input;
+  progress.implicit_ = internal::HasImplicitStep(flow.shape());
   progress.Emit(EventKind::kRunStarted, -1, &progress.input());
   return progress;
 }
@@ -95,6 +97,23 @@ RunProgress::RunProgress(Context context, RunRecord run,
       payloads_loaded_(payloads_loaded),
       new_tasks_(steps_.size()),
       new_maps_(steps_.size()) {
+  if (!fresh_ && steps_.empty() && internal::HasImplicitStep(flow().shape())) {
+    // Not stored while the run's row says it (implicit_steps.h). A run in
+    // any other state must have its step state stored; without it the
+    // run is unreadable and fails.
+    implicit_ = true;
+    std::optional<StepStateRecord> derived =
+        internal::ImplicitStepState(flow().shape(), run_);
+    if (!derived) {
+      derived.emplace();
+      derived->step_slug = flow().step(0).shape->slug;
+      derived->unreadable = "the step's state is not stored";
+    }
+    steps_.push_back(*std::move(derived));
+    dirty_.assign(1, false);
+    new_tasks_.resize(1);
+    new_maps_.resize(1);
+  }
   // A step state's own copy of the run id may not have decoded; it is this
   // run's either way, and writes need it.
   for (StepStateRecord& s : steps_) s.run_id = run_.run_id;
@@ -474,7 +493,8 @@ absl::Status RunProgress::MaybeCompleteRun() {
     // written) or gets it back for its write (Finish,
     // WriteBatch::LendOutput) from a backend that leaves it in place.
     const bool written = fresh_ || dirty_[step.index];
-    const bool lend = !fresh_ && dirty_[step.index] &&
+    // An implicit step may not be written at all: nothing to lend to.
+    const bool lend = !fresh_ && !implicit_ && dirty_[step.index] &&
                       dynamic_cast<internal::WritesKeepOutputs*>(&ctx_.tx);
     if (!st.output.has_value() || (written && !lend)) {
       output.emplace(step.shape->slug, st.output.value_or(Json()));
@@ -594,13 +614,25 @@ void RunProgress::Finish() {
       ctx_.writes.AppendChildReport(*std::move(report));
     }
   }
+  // An implicit step's state is written only when the run's row no longer
+  // says it; then it is inserted, being stored nowhere yet.
+  const bool store_implicit =
+      implicit_ && !internal::IsImplicit(steps_[0], flow().shape(), run_);
   if (fresh_) {
     ctx_.writes.InsertRun(std::move(run_), lasting_input_);
-    for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
+    for (StepStateRecord& s : steps_) {
+      if (!implicit_ || store_implicit) {
+        ctx_.writes.InsertStepState(std::move(s));
+      }
+    }
     return;
   }
   std::vector<WriteBatch::Slot> step_slots(steps_.size());
   for (size_t i = 0; i < steps_.size(); ++i) {
+    if (implicit_) {  // its counters have no row to move
+      if (store_implicit) ctx_.writes.InsertStepState(std::move(steps_[i]));
+      continue;
+    }
     const StepCounterDelta& d = step_deltas_[i];
     const bool moved = d.remaining_tasks != 0 || d.remaining_deps != 0;
     const StepCounters expected{steps_[i].remaining_tasks.value_or(0),

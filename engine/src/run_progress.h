@@ -163,6 +163,10 @@ class RunProgress {
   int remaining_steps_delta_ = 0;
   bool run_dirty_ = false;
   bool fresh_;
+  // Whether the run's one step has no stored state: a fresh run of a flow
+  // with an implicit step, or a stored one whose state was derived
+  // (sluice/internal/implicit_steps.h).
+  bool implicit_ = false;
   // Whether the run had ended before this transaction (then Finish() owes
   // no child report).
   bool ended_at_start_;

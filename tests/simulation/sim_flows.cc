@@ -176,6 +176,22 @@ SimFlow Batch() {
                  }};
 }
 
+// One step of one task, as every job is: its step state is stored only
+// when the run's row does not say it (decision 0069).
+SimFlow Single() {
+  Flow flow("single", {.max_attempts = 3,
+                       .base_delay = absl::Seconds(1),
+                       .timeout = absl::Seconds(5)});
+  flow.Step("square", IntHandler(RunKey("n"), [](int64_t n) { return n * n; }));
+  return SimFlow{
+      std::move(flow),
+      [](SimRandom& random) { return Json(One("n", random.Between(-20, 20))); },
+      [](const Json& input) {
+        int64_t n = input.at("n").as_int64();
+        return Json(One("square", n * n));
+      }};
+}
+
 }  // namespace
 
 std::vector<SimFlow> MakeSimFlows() {
@@ -184,6 +200,7 @@ std::vector<SimFlow> MakeSimFlows() {
   flows.push_back(Diamond());
   flows.push_back(Fanout());
   flows.push_back(Batch());
+  flows.push_back(Single());
   return flows;
 }
 

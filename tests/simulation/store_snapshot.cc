@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/container/flat_hash_set.h"
+#include "sluice/internal/implicit_steps.h"
 #include "sluice/internal/status_macros.h"
 
 namespace sluice::simulation {
@@ -17,6 +18,16 @@ absl::StatusOr<std::shared_ptr<const RunSnapshot>> ReadRun(Transaction& tx,
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::vector<StepStateRecord>> steps,
                           tx.GetStepStates(std::span(&id, 1), Fields::kAll));
   run->steps = std::move(steps[0]);
+  if (run->steps.empty()) {
+    // A one-step run whose row says its step's state is not stored.
+    SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> flow,
+                            tx.GetFlow(run->run.flow_slug));
+    if (flow) {
+      SLUICE_ASSIGN_OR_RETURN(FlowShape shape,
+                              FlowShape::FromJson(flow->definition));
+      internal::AddImplicitStepState(shape, run->run, run->steps);
+    }
+  }
   SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks, tx.ListTasks(id));
   run->tasks.reserve(tasks.size());
   for (TaskRecord& t : tasks) {
