@@ -9,17 +9,20 @@ bool HasImplicitStep(const FlowShape& shape) {
          shape.steps.front().kind == StepKind::kSingle;
 }
 
-std::optional<StepStateRecord> ImplicitStepState(const FlowShape& shape,
-                                                 const RunRecord& run) {
+namespace {
+
+// ImplicitStepState without the completed step's output, which IsImplicit
+// ignores: a finish checks every completing job, and need not copy it.
+std::optional<StepStateRecord> DerivedWithoutOutput(const FlowShape& shape,
+                                                    const RunRecord& run) {
   if (!HasImplicitStep(shape) || (run.status != RunStatus::kStarted &&
                                   run.status != RunStatus::kCompleted)) {
     return std::nullopt;
   }
-  const std::string& slug = shape.steps.front().slug;
   StepStateRecord s;
   s.run_id = run.run_id;
   s.step_index = 0;
-  s.step_slug = slug;
+  s.step_slug = shape.steps.front().slug;
   s.initial_tasks = 1;
   s.started_at = run.started_at;
   if (run.status == RunStatus::kStarted) {
@@ -30,9 +33,19 @@ std::optional<StepStateRecord> ImplicitStepState(const FlowShape& shape,
   s.status = StepStatus::kCompleted;
   s.remaining_tasks = 0;
   s.finished_at = run.finished_at;
-  if (run.output.has_value() && run.output->is_object()) {
-    if (const Json* output = run.output->as_object().if_contains(slug)) {
-      s.output = *output;
+  return s;
+}
+
+}  // namespace
+
+std::optional<StepStateRecord> ImplicitStepState(const FlowShape& shape,
+                                                 const RunRecord& run) {
+  std::optional<StepStateRecord> s = DerivedWithoutOutput(shape, run);
+  if (s && s->status == StepStatus::kCompleted && run.output.has_value() &&
+      run.output->is_object()) {
+    if (const Json* output =
+            run.output->as_object().if_contains(s->step_slug)) {
+      s->output = *output;
     }
   }
   return s;
@@ -40,7 +53,8 @@ std::optional<StepStateRecord> ImplicitStepState(const FlowShape& shape,
 
 bool IsImplicit(const StepStateRecord& state, const FlowShape& shape,
                 const RunRecord& run) {
-  const std::optional<StepStateRecord> derived = ImplicitStepState(shape, run);
+  const std::optional<StepStateRecord> derived =
+      DerivedWithoutOutput(shape, run);
   if (!derived || !state.unreadable.empty()) return false;
   const bool output_fits =
       state.status == StepStatus::kCompleted || !state.output.has_value();

@@ -620,11 +620,8 @@ void RunProgress::Finish() {
       implicit_ && !internal::IsImplicit(steps_[0], flow().shape(), run_);
   if (fresh_) {
     ctx_.writes.InsertRun(std::move(run_), lasting_input_);
-    for (StepStateRecord& s : steps_) {
-      if (!implicit_ || store_implicit) {
-        ctx_.writes.InsertStepState(std::move(s));
-      }
-    }
+    if (implicit_ && !store_implicit) return;
+    for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
     return;
   }
   std::vector<WriteBatch::Slot> step_slots(steps_.size());
