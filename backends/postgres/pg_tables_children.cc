@@ -257,9 +257,7 @@ absl::StatusOr<std::vector<ChildReport>> PgTables::PeekChildReports(
 
 absl::Status PgTables::DeleteChildReports(std::span<const int64_t> report_ids) {
   if (report_ids.empty()) return absl::OkStatus();
-  ArrayLiteral ids;
-  for (int64_t report_id : report_ids) ids.Int(report_id);
-  Send(sql::kDeleteChildReports, Params().Array(std::move(ids)),
+  Send(sql::kDeleteChildReports, Params().Array(IntArray(report_ids)),
        "DeleteChildReports");
   return absl::OkStatus();
 }

@@ -249,20 +249,17 @@ absl::Status PgTables::ArchiveMessages(std::string_view queue,
                                        absl::Time now) {
   SawTime(now);
   if (message_ids.empty()) return absl::OkStatus();
-  ArrayLiteral ids;
-  for (int64_t message_id : message_ids) ids.Int(message_id);
   Send(connection_.StatementsFor(queue).archive,
-       Params().Array(std::move(ids)).Time(now), "ArchiveMessages", queue);
+       Params().Array(IntArray(message_ids)).Time(now), "ArchiveMessages",
+       queue);
   return absl::OkStatus();
 }
 
 absl::Status PgTables::DeleteMessages(std::string_view queue,
                                       std::span<const int64_t> message_ids) {
   if (message_ids.empty()) return absl::OkStatus();
-  ArrayLiteral ids;
-  for (int64_t message_id : message_ids) ids.Int(message_id);
   Send(connection_.StatementsFor(queue).delete_messages,
-       Params().Array(std::move(ids)), "DeleteMessages", queue);
+       Params().Array(IntArray(message_ids)), "DeleteMessages", queue);
   return absl::OkStatus();
 }
 

@@ -137,12 +137,10 @@ PgTables::GetTasksByMessage(std::string_view queue,
                             Fields fields) {
   std::vector<std::optional<TaskRecord>> tasks(message_ids.size());
   if (message_ids.empty()) return tasks;
-  ArrayLiteral ids;
-  for (int64_t message_id : message_ids) ids.Int(message_id);
   SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(sql::kGetTasksByMessage.For(fields),
-            Params().Text(queue).Array(std::move(ids)), "GetTasksByMessage"));
+      Result result, Query(sql::kGetTasksByMessage.For(fields),
+                           Params().Text(queue).Array(IntArray(message_ids)),
+                           "GetTasksByMessage"));
   // Rows come in no particular order; a message id may be asked twice.
   absl::flat_hash_map<int64_t, std::vector<size_t>> positions;
   for (size_t i = 0; i < message_ids.size(); ++i) {
@@ -334,11 +332,10 @@ absl::StatusOr<std::vector<int64_t>> PgTables::AppendReports(
 absl::StatusOr<std::vector<OutboxReport>> PgTables::TakeReports(
     std::span<const int64_t> report_ids) {
   if (report_ids.empty()) return std::vector<OutboxReport>();
-  ArrayLiteral ids;
-  for (int64_t report_id : report_ids) ids.Int(report_id);
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
-      Query(sql::kTakeReports, Params().Array(std::move(ids)), "TakeReports"));
+      Query(sql::kTakeReports, Params().Array(IntArray(report_ids)),
+            "TakeReports"));
   SLUICE_ASSIGN_OR_RETURN(std::vector<OutboxReport> reports,
                           ReadReports(result));
   std::sort(reports.begin(), reports.end(),

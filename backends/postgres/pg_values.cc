@@ -162,6 +162,12 @@ ArrayLiteral& ArrayLiteral::Int(int64_t value) {
   return *this;
 }
 
+ArrayLiteral IntArray(std::span<const int64_t> values) {
+  ArrayLiteral array;
+  for (int64_t value : values) array.Int(value);
+  return array;
+}
+
 ArrayLiteral& ArrayLiteral::OptionalInt(std::optional<int64_t> value) {
   return value.has_value() ? Int(*value) : Null();
 }

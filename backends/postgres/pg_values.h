@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,6 +62,9 @@ class ArrayLiteral {
   void Separate();
   std::string text_ = "{";
 };
+
+// An array of ids (message ids, report ids): `{1,2,3}`.
+ArrayLiteral IntArray(std::span<const int64_t> values);
 
 // A statement's parameters ($1, $2, ...), in order.
 class Params {
