@@ -43,6 +43,19 @@ int Occurrences(const std::string& plan, std::string_view what) {
   return count;
 }
 
+// The plan of `sql` prepared, then executed with `arguments` (SQL
+// literals, comma-separated): in generic mode, the plan the session keeps.
+std::string PreparedPlanText(postgres_internal::Session& session,
+                             std::string_view sql, std::string_view arguments) {
+  EXPECT_TRUE(
+      session.Execute(StrCat("PREPARE explained AS ", sql), "prepare").ok())
+      << sql;
+  const std::string text =
+      PlanText(session, StrCat("EXECUTE explained(", arguments, ")"), {});
+  EXPECT_TRUE(session.Execute("DEALLOCATE explained", "deallocate").ok());
+  return text;
+}
+
 TEST_F(PostgresJobsTest,
        ClaimAndNextVisible_WalkIndexes_WithStaleOrFreshStatistics) {
   CreateQueue("plans");
@@ -88,24 +101,15 @@ TEST_F(PostgresJobsTest,
     EXPECT_THAT(plan, HasSubstr("runs_by_external_key")) << plan;
     // Listing, unfiltered and by one flow, in every order: the plan walks
     // an index in that order and stops at the limit.
-    int statement = 0;
     for (auto order :
          {RunQuery::OrderBy::kStartedAt, RunQuery::OrderBy::kFinishedAt}) {
       for (bool newest_first : {true, false}) {
         for (std::string flows : {"", "'f1'"}) {
           RunQuery query{.order_by = order, .newest_first = newest_first};
           if (!flows.empty()) query.flow_slugs = {"f1"};
-          const std::string name = StrCat("list_", analyzed, "_", statement++);
-          ASSERT_TRUE(session
-                          ->Execute(StrCat("PREPARE ", name, " AS ",
-                                           postgres_internal::sql::ListRuns(
-                                               query, Fields::kAll)),
-                                    "prepare")
-                          .ok());
-          plan = PlanText(*session,
-                          StrCat("EXECUTE ", name, "(",
-                                 flows.empty() ? "" : flows + ", ", "50)"),
-                          {});
+          plan = PreparedPlanText(
+              *session, postgres_internal::sql::ListRuns(query, Fields::kAll),
+              StrCat(flows.empty() ? "" : flows + ", ", "50"));
           EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
           // Believing a flow has a few dozen runs (stale statistics), the
           // planner may sort them instead; a listing is not a hot path.
@@ -148,20 +152,14 @@ TEST_F(PostgresJobsTest, ListRunsByStatus_WalksStatusIndex_GenericPlan) {
        "'{failed,cancelled}', 50",
        true},
       {{}, "50", true}};
-  int statement = 0;
   for (const Case& c : cases) {
     for (bool newest_first : {true, false}) {
       RunQuery query{.statuses = c.statuses, .newest_first = newest_first};
-      const std::string name = StrCat("status_list_", statement++);
-      SCOPED_TRACE(name);
-      ASSERT_TRUE(session
-                      ->Execute(StrCat("PREPARE ", name, " AS ",
-                                       postgres_internal::sql::ListRuns(
-                                           query, Fields::kNoPayloads)),
-                                "prepare")
-                      .ok());
-      const std::string plan =
-          PlanText(*session, StrCat("EXECUTE ", name, "(", c.params, ")"), {});
+      SCOPED_TRACE(StrCat(c.params, newest_first ? ", newest" : ", oldest"));
+      const std::string plan = PreparedPlanText(
+          *session,
+          postgres_internal::sql::ListRuns(query, Fields::kNoPayloads),
+          c.params);
       // One walk of the index per status, each stopped at the limit: a
       // merged page merges (or at worst sorts) only those branches' rows.
       EXPECT_EQ(Occurrences(plan, "using runs_by_status_start"),
@@ -228,17 +226,11 @@ TEST_F(PostgresJobsTest,
 std::string GenericPlanText(postgres_internal::Session& session,
                             std::string_view sql,
                             const std::vector<std::string>& params) {
-  EXPECT_TRUE(
-      session.Execute(StrCat("PREPARE generic AS ", sql), "prepare").ok())
-      << sql;
-  std::string execute = "EXECUTE generic(";
+  std::string arguments;
   for (size_t i = 0; i < params.size(); ++i) {
-    StrAppend(&execute, i == 0 ? "" : ", ", "'", params[i], "'");
+    StrAppend(&arguments, i == 0 ? "" : ", ", "'", params[i], "'");
   }
-  execute += ")";
-  const std::string text = PlanText(session, execute, {});
-  EXPECT_TRUE(session.Execute("DEALLOCATE generic", "deallocate").ok());
-  return text;
+  return PreparedPlanText(session, sql, arguments);
 }
 
 // Statements marked for a generic plan (pg_sql.h) keep the first plan
