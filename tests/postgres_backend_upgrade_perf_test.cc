@@ -1,8 +1,11 @@
-// Upgrading to migrations 0007 and 0013 (fillfactor on the hot tables): a
-// database at version 6 with a run migrates, keeps its run, and its hot
-// tables leave room on each page for HOT updates.
+// Upgrading to migrations 0007, 0013 and 0015 (fillfactor on the hot
+// tables): a database at version 6 with a run migrates, keeps its run, and
+// its hot tables leave room on each page for HOT updates; a queue that
+// existed at version 14, and one created after, leave room on each page for
+// their claimed messages.
 #include <string>
 
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "pg_session.h"
 #include "postgres_jobs_fixture.h"
@@ -58,6 +61,35 @@ TEST_F(PostgresPerfUpgradeTest, Version6Database_Migrates_KeepsRuns) {
   ASSERT_TRUE(run.has_value());
   EXPECT_EQ(run->status, RunStatus::kStarted);
   ASSERT_TRUE((*tx)->Commit().ok());
+}
+
+TEST_F(PostgresPerfUpgradeTest, Version14Queue_Migrates_LeavesRoomForClaims) {
+  absl::StatusOr<std::unique_ptr<TestDatabase>> db =
+      TestDatabase::Create(/*migrated=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::string url = (*db)->url();
+  ASSERT_TRUE(postgres_internal::MigratePostgresTo(url, 14).ok());
+  SqlSession(url).Script(
+      "INSERT INTO sluice.queues (name, owner_flow, created_at) VALUES "
+      "('old_q', '', now()); SELECT sluice.create_queue('old_q')");
+  EXPECT_EQ(FillFactor(url, "pgmq.q_old_q"), "");
+
+  ASSERT_TRUE(MigratePostgres(url).ok());
+  absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok()) << report->ToString();
+  EXPECT_EQ(FillFactor(url, "pgmq.q_old_q"), "fillfactor=50");
+
+  absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
+  ASSERT_TRUE(backend.ok()) << backend.status();
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = (*backend)->Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  ASSERT_TRUE(
+      (*tx)->CreateQueue({.name = "new_q", .created_at = absl::Now()}).ok());
+  ASSERT_TRUE((*tx)->Commit().ok());
+  EXPECT_EQ(FillFactor(url, "pgmq.q_new_q"), "fillfactor=50");
+  // The archive is written once per message and never updated.
+  EXPECT_EQ(FillFactor(url, "pgmq.a_new_q"), "");
 }
 
 }  // namespace
