@@ -278,14 +278,24 @@ inline constexpr ByFields kGetTasksByMessage{
 
 // One row per execution: updates of one call apply in order, and a later
 // one may expect what an earlier one wrote (compare-and-set).
-inline constexpr std::string_view kUpdateTask =
+inline constexpr char kUpdateTaskSet[] =
     "UPDATE tasks SET status = ?4, attempts = ?5, error = ?6, "
     "started_at = ?7, finished_at = ?8, stall_at = ?9, requeued_count = ?10, "
     "worker_id = ?11, output = ?12, budget_start = ?15, "
-    "cancel_requested = ?16, message_id = ?17 WHERE run_seq = ?1 AND "
-    "step_index = ?2 "
-    "AND task_index = ?3 AND status = ?13 AND attempts = ?14 "
+    "cancel_requested = ?16";
+inline constexpr char kUpdateTaskWhere[] =
+    " WHERE run_seq = ?1 AND step_index = ?2 AND task_index = ?3 "
+    "AND status = ?13 AND attempts = ?14 "
     "AND (?18 IS NULL OR cancel_requested = ?18)";
+// SQLite rewrites an index entry for every column the SET names, whether
+// or not its value changes. A task keeps its message except when RetryRun
+// gives it a new one, so the update is first tried for the same message
+// without naming message_id: the UNIQUE (queue_name, message_id) entry
+// stays as it is. Only if that changes no row is the full update run.
+inline constexpr auto kUpdateTaskSameMessage =
+    JoinSql(kUpdateTaskSet, kUpdateTaskWhere, " AND message_id = ?17");
+inline constexpr auto kUpdateTask =
+    JoinSql(kUpdateTaskSet, ", message_id = ?17", kUpdateTaskWhere);
 
 // ?1 is the run's seq. The run's (or step's) tasks are read by primary key
 // and the finished ones skipped: no index of unfinished tasks, whose upkeep

@@ -145,6 +145,46 @@ SqliteTables::GetTasksByMessage(std::string_view queue,
   return tasks;
 }
 
+namespace {
+
+void BindUpdate(Statement& update, int64_t run_seq, const TaskUpdate& u) {
+  const TaskRecord& task = u.task;
+  update.BindInt(1, run_seq);
+  update.BindInt(2, task.key.step_index);
+  update.BindInt(3, task.key.task_index);
+  update.BindText(4, ToString(task.status));
+  update.BindInt(5, task.attempts);
+  update.BindText(6, task.error);
+  update.BindOptionalTime(7, task.started_at);
+  update.BindOptionalTime(8, task.finished_at);
+  update.BindOptionalTime(9, task.stall_at);
+  update.BindInt(10, task.requeued_count);
+  update.BindText(11, task.worker_id);
+  BindOptionalJson(update, 12, task.output);
+  update.BindText(13, ToString(u.expected_status));
+  update.BindInt(14, u.expected_attempts);
+  update.BindInt(15, task.budget_start);
+  update.BindInt(16, task.cancel_requested ? 1 : 0);
+  update.BindInt(17, task.message_id);
+  if (u.expected_cancel_requested.has_value()) {
+    update.BindInt(18, *u.expected_cancel_requested ? 1 : 0);
+  } else {
+    update.BindNull(18);
+  }
+}
+
+// Runs `update` bound for `u`; true if it changed the task.
+absl::StatusOr<bool> Applied(Statement& update, int64_t run_seq,
+                             const TaskUpdate& u) {
+  BindUpdate(update, run_seq, u);
+  SLUICE_RETURN_IF_ERROR(update.Run());
+  const bool applied = update.Changes() == 1;
+  update.Reset();
+  return applied;
+}
+
+}  // namespace
+
 absl::StatusOr<std::vector<bool>> SqliteTables::UpdateTasks(
     std::span<const TaskUpdate> updates) {
   std::vector<bool> applied(updates.size(), false);
@@ -153,38 +193,19 @@ absl::StatusOr<std::vector<bool>> SqliteTables::UpdateTasks(
       std::vector<std::optional<int64_t>> seqs,
       FindRunSeqs(RunIdsOf(
           updates, [](const TaskUpdate& u) { return u.task.key.run_id; })));
-  SLUICE_ASSIGN_OR_RETURN(Statement update,
-                          Prepare(sql::kUpdateTask, "UpdateTasks"));
+  SLUICE_ASSIGN_OR_RETURN(Statement same_message,
+                          Prepare(sql::kUpdateTaskSameMessage, "UpdateTasks"));
   for (size_t i = 0; i < updates.size(); ++i) {
     if (!seqs[i].has_value()) continue;  // no run, so no task to update
-    const TaskRecord& task = updates[i].task;
-    update.BindInt(1, *seqs[i]);
-    update.BindInt(2, task.key.step_index);
-    update.BindInt(3, task.key.task_index);
-    update.BindText(4, ToString(task.status));
-    update.BindInt(5, task.attempts);
-    update.BindText(6, task.error);
-    update.BindOptionalTime(7, task.started_at);
-    update.BindOptionalTime(8, task.finished_at);
-    update.BindOptionalTime(9, task.stall_at);
-    update.BindInt(10, task.requeued_count);
-    update.BindText(11, task.worker_id);
-    BindOptionalJson(update, 12, task.output);
-    update.BindText(13, ToString(updates[i].expected_status));
-    update.BindInt(14, updates[i].expected_attempts);
-    update.BindInt(15, task.budget_start);
-    update.BindInt(16, task.cancel_requested ? 1 : 0);
-    update.BindInt(17, task.message_id);
-    if (const std::optional<bool>& cancel =
-            updates[i].expected_cancel_requested;
-        cancel.has_value()) {
-      update.BindInt(18, *cancel ? 1 : 0);
-    } else {
-      update.BindNull(18);
+    SLUICE_ASSIGN_OR_RETURN(bool done,
+                            Applied(same_message, *seqs[i], updates[i]));
+    if (!done) {
+      // A new message (RetryRun), or the compare-and-set failed.
+      SLUICE_ASSIGN_OR_RETURN(Statement full,
+                              Prepare(sql::kUpdateTask, "UpdateTasks"));
+      SLUICE_ASSIGN_OR_RETURN(done, Applied(full, *seqs[i], updates[i]));
     }
-    SLUICE_RETURN_IF_ERROR(update.Run());
-    applied[i] = update.Changes() == 1;
-    update.Reset();
+    applied[i] = done;
   }
   return applied;
 }
