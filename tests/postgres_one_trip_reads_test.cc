@@ -1,14 +1,18 @@
-// internal::OneTripRunReads on Postgres: a run's view read in one round
-// trip is what the four separate reads return. Needs
-// SLUICE_TEST_POSTGRES_URL; skips without it.
+// internal::OneTripRunReads on Postgres: a run's view, and runs with their
+// step states, read in one round trip are what the separate reads return.
+// Needs SLUICE_TEST_POSTGRES_URL; skips without it.
+#include <algorithm>
 #include <memory>
 #include <optional>
+#include <span>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "sluice/backend.h"
 #include "sluice/engine.h"
 #include "sluice/errors.h"
+#include "sluice/flow.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/job.h"
 #include "sluice/postgres.h"
@@ -19,6 +23,7 @@ namespace sluice::testing {
 namespace {
 
 using internal::OneTripRunReads;
+using internal::RunsWithSteps;
 using internal::RunWithParts;
 
 class PostgresOneTripReadsTest : public ::testing::Test {
@@ -75,10 +80,101 @@ class PostgresOneTripReadsTest : public ::testing::Test {
     return parts;
   }
 
+  // Runs of a two-step flow, started and not yet claimed: each has two
+  // stored step states.
+  std::vector<RunId> StartTwoStepRuns(int count) {
+    Flow flow("two_steps");
+    auto echo = [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+      return in;
+    };
+    flow.Step("first", echo).Step("second", {.depends_on = {"first"}}, echo);
+    EXPECT_TRUE(engine_->Deploy(flow).ok());
+    std::vector<RunId> ids;
+    for (int i = 0; i < count; ++i) {
+      absl::StatusOr<RunId> id = engine_->StartRun("two_steps", Json(i));
+      EXPECT_TRUE(id.ok()) << id.status();
+      if (id.ok()) ids.push_back(*id);
+    }
+    std::sort(ids.begin(), ids.end());
+    return ids;
+  }
+
+  static RunsWithSteps ReadBoth(Transaction& tx, std::span<const RunId> ids,
+                                LockMode lock) {
+    auto* reads = dynamic_cast<OneTripRunReads*>(&tx);
+    EXPECT_NE(reads, nullptr) << "Postgres transactions offer OneTripRunReads";
+    if (reads == nullptr) return {};
+    absl::StatusOr<RunsWithSteps> both =
+        reads->ReadRunsWithSteps(ids, lock, Fields::kNoPayloads);
+    EXPECT_TRUE(both.ok()) << both.status();
+    return both.ok() ? *std::move(both) : RunsWithSteps{};
+  }
+
   std::unique_ptr<TestDatabase> database_;
   std::unique_ptr<Backend> backend_;
   std::unique_ptr<Engine> engine_;
 };
+
+TEST_F(PostgresOneTripReadsTest, RunsWithSteps_AreWhatTheSeparateReadsReturn) {
+  std::vector<RunId> ids = StartTwoStepRuns(2);
+  ASSERT_EQ(ids.size(), 2u);
+  ids.push_back(RunId(0x0190'0000'0000'7000, 0x8000'0000'0000'0002));
+
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  RunsWithSteps both = ReadBoth(**tx, ids, LockMode::kForUpdate);
+  auto runs = (*tx)->GetRuns(ids, LockMode::kNone, Fields::kNoPayloads);
+  auto steps = (*tx)->GetStepStates(ids, Fields::kNoPayloads);
+  ASSERT_TRUE(runs.ok() && steps.ok());
+  ASSERT_EQ(both.runs.size(), 3u);
+  ASSERT_EQ(both.steps.size(), 3u);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(both.runs[i].has_value(), (*runs)[i].has_value()) << i;
+    ASSERT_EQ(both.steps[i].size(), (*steps)[i].size()) << i;
+    for (size_t s = 0; s < both.steps[i].size(); ++s) {
+      EXPECT_EQ(both.steps[i][s].step_index, (*steps)[i][s].step_index);
+      EXPECT_EQ(both.steps[i][s].status, (*steps)[i][s].status);
+      EXPECT_EQ(both.steps[i][s].remaining_tasks,
+                (*steps)[i][s].remaining_tasks);
+    }
+    if (!both.runs[i]) continue;
+    EXPECT_EQ(both.runs[i]->run_id, ids[i]);
+    EXPECT_EQ(both.runs[i]->status, (*runs)[i]->status);
+    EXPECT_EQ(both.runs[i]->remaining_steps, (*runs)[i]->remaining_steps);
+  }
+  EXPECT_TRUE(both.runs[0].has_value());
+  EXPECT_EQ(both.steps[0].size(), 2u);
+  EXPECT_FALSE(both.runs[2].has_value());  // no such run
+  EXPECT_TRUE(both.steps[2].empty());
+  ASSERT_TRUE((*tx)->Commit().ok());
+}
+
+TEST_F(PostgresOneTripReadsTest, RunsWithSteps_SkipLocked_LeavesOutAHeldRun) {
+  const std::vector<RunId> ids = StartTwoStepRuns(2);
+  ASSERT_EQ(ids.size(), 2u);
+  absl::StatusOr<std::unique_ptr<Transaction>> holder = backend_->Begin();
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE((*holder)
+                  ->GetRuns(std::span(&ids[0], 1), LockMode::kForUpdate,
+                            Fields::kNoPayloads)
+                  .ok());
+
+  // Another thread: one open transaction per thread.
+  RunsWithSteps both;
+  std::thread reader([&] {
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    both = ReadBoth(**tx, ids, LockMode::kSkipLocked);
+    EXPECT_TRUE((*tx)->Commit().ok());
+  });
+  reader.join();
+  ASSERT_TRUE((*holder)->Commit().ok());
+  ASSERT_EQ(both.runs.size(), 2u);
+  EXPECT_FALSE(both.runs[0].has_value());  // held by the other transaction
+  ASSERT_TRUE(both.runs[1].has_value());
+  EXPECT_EQ(both.runs[1]->run_id, ids[1]);
+  EXPECT_EQ(both.steps[1].size(), 2u);
+}
 
 TEST_F(PostgresOneTripReadsTest, ARunsView_IsWhatTheSeparateReadsReturn) {
   Job job("echo", {.queue = "echo"},

@@ -125,6 +125,9 @@ class PgTables {
   // (internal::OneTripRunReads).
   absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
       const RunId& run_id);
+  // Runs (locked as asked) and their step states, in one round trip.
+  absl::StatusOr<internal::RunsWithSteps> ReadRunsWithSteps(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields);
 
   absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
       std::string_view flow_slug, std::string_view key);

@@ -230,21 +230,52 @@ absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
-    std::span<const RunId> run_ids, LockMode lock, Fields fields) {
-  std::vector<std::optional<RunRecord>> runs(run_ids.size());
-  if (run_ids.empty()) return runs;
-  ArrayLiteral ids;
-  for (const RunId& run_id : run_ids) ids.RunId(run_id);
+namespace {
+
+std::string_view GetRunsSql(LockMode lock, Fields fields) {
   const sql::ByFields& query = lock == LockMode::kForUpdate ? sql::kLockRuns
                                : lock == LockMode::kSkipLocked
                                    ? sql::kTryLockRuns
                                    : sql::kGetRuns;
-  SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(query.For(fields), Params().Array(std::move(ids)), "GetRuns"));
+  return query.For(fields);
+}
+
+Params RunIdArray(std::span<const RunId> run_ids) {
+  ArrayLiteral ids;
+  for (const RunId& run_id : run_ids) ids.RunId(run_id);
+  return Params().Array(std::move(ids));
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
+    std::span<const RunId> run_ids, LockMode lock, Fields fields) {
+  std::vector<std::optional<RunRecord>> runs(run_ids.size());
+  if (run_ids.empty()) return runs;
+  SLUICE_ASSIGN_OR_RETURN(Result result, Query(GetRunsSql(lock, fields),
+                                               RunIdArray(run_ids), "GetRuns"));
   SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(result, fields, runs));
   return runs;
+}
+
+absl::StatusOr<internal::RunsWithSteps> PgTables::ReadRunsWithSteps(
+    std::span<const RunId> run_ids, LockMode lock, Fields fields) {
+  internal::RunsWithSteps read;
+  read.runs.resize(run_ids.size());
+  read.steps.resize(run_ids.size());
+  if (run_ids.empty()) return read;
+  const Params ids = RunIdArray(run_ids);
+  // In one pipeline the statements run in order, so the step states are
+  // read once the runs' locks are held.
+  const Connection::Statement statements[] = {
+      {GetRunsSql(lock, fields), ids, {"GetRuns", ""}},
+      {sql::kGetStepStates.For(fields), ids, {"GetStepStates", ""}},
+  };
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Result> results,
+                          connection_.QueryAll(statements));
+  SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(results[0], fields, read.runs));
+  SLUICE_RETURN_IF_ERROR(ReadStepStatesByOrd(results[1], fields, read.steps));
+  return read;
 }
 
 absl::Status PgTables::UpdateRuns(std::span<const RunRecord> runs) {
@@ -432,11 +463,9 @@ absl::StatusOr<std::vector<std::vector<StepStateRecord>>>
 PgTables::GetStepStates(std::span<const RunId> run_ids, Fields fields) {
   std::vector<std::vector<StepStateRecord>> states(run_ids.size());
   if (run_ids.empty()) return states;
-  ArrayLiteral ids;
-  for (const RunId& run_id : run_ids) ids.RunId(run_id);
   SLUICE_ASSIGN_OR_RETURN(
-      Result result, Query(sql::kGetStepStates.For(fields),
-                           Params().Array(std::move(ids)), "GetStepStates"));
+      Result result, Query(sql::kGetStepStates.For(fields), RunIdArray(run_ids),
+                           "GetStepStates"));
   SLUICE_RETURN_IF_ERROR(ReadStepStatesByOrd(result, fields, states));
   return states;
 }

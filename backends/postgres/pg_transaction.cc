@@ -470,6 +470,12 @@ PostgresTransaction::ReadRunWithParts(const RunId& run_id) {
   return Guarded([&] { return tables_.ReadRunWithParts(run_id); });
 }
 
+absl::StatusOr<internal::RunsWithSteps> PostgresTransaction::ReadRunsWithSteps(
+    std::span<const RunId> run_ids, LockMode lock, Fields fields) {
+  return Guarded(
+      [&] { return tables_.ReadRunsWithSteps(run_ids, lock, fields); });
+}
+
 absl::StatusOr<std::vector<MessageRecord>> PostgresTransaction::ReadMessages(
     std::string_view queue, absl::Time now, int limit, absl::Time visible_until,
     Fields fields) {

@@ -218,6 +218,8 @@ class PostgresTransaction final : public Transaction,
                                           absl::Time now) override;
   absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
       const RunId& run_id) override;
+  absl::StatusOr<internal::RunsWithSteps> ReadRunsWithSteps(
+      std::span<const RunId> run_ids, LockMode lock, Fields fields) override;
   absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields task_fields) override;

@@ -2,6 +2,8 @@
 // recovery.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,7 @@
 #include "ledger.h"
 #include "run_progress.h"
 #include "sluice/engine.h"
+#include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "taken_back.h"
@@ -119,29 +122,59 @@ std::optional<StepOutputs> TakeInHand(OutputsInHand& in_hand, const RunId& run,
   return held;
 }
 
+// Runs read (and locked) for applying reports, with their step states when
+// the transaction reads both in one call (internal::OneTripRunReads); else
+// ApplyToRuns reads the states of the runs it applies to.
+struct LockedRuns {
+  std::vector<std::optional<RunRecord>> runs;
+  std::optional<std::vector<std::vector<StepStateRecord>>> steps;
+};
+
+absl::StatusOr<LockedRuns> ReadRunsToApply(Transaction& tx,
+                                           std::span<const RunId> ids,
+                                           LockMode lock) {
+  LockedRuns read;
+  if (auto* one_trip = dynamic_cast<internal::OneTripRunReads*>(&tx)) {
+    SLUICE_ASSIGN_OR_RETURN(
+        internal::RunsWithSteps both,
+        one_trip->ReadRunsWithSteps(ids, lock, Fields::kNoPayloads));
+    read.runs = std::move(both.runs);
+    read.steps = std::move(both.steps);
+    return read;
+  }
+  SLUICE_ASSIGN_OR_RETURN(read.runs,
+                          tx.GetRuns(ids, lock, Fields::kNoPayloads));
+  return read;
+}
+
 // Applies the reports of `by_run` to `runs`, its runs in key order, which
 // `tx` has read without payloads and locked. Every other read is one call
-// for the whole batch: the step states without payloads, the outputs of
-// every step the batch completes, and the errors of failed tasks.
+// for the whole batch: the step states without payloads (unless `runs`
+// brought them), the outputs of every step the batch completes, and the
+// errors of failed tasks.
 // `in_hand` holds outputs of single-task steps that need no read.
 absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
-                         std::map<RunId, RunReports>& by_run,
-                         std::vector<std::optional<RunRecord>> runs,
+                         std::map<RunId, RunReports>& by_run, LockedRuns runs,
                          OutputsInHand& in_hand, TransactionEffects& effects) {
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
   std::vector<RunId> live_ids;
   std::vector<RunRecord> live_runs;
   std::vector<RunReports*> live_reports;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    if (!runs[i] || IsTerminal(runs[i]->status)) continue;  // reports drop
+  std::vector<std::vector<StepStateRecord>> states;
+  for (size_t i = 0; i < runs.runs.size(); ++i) {
+    std::optional<RunRecord>& run = runs.runs[i];
+    if (!run || IsTerminal(run->status)) continue;  // reports drop
     live_ids.push_back(run_ids[i]);
-    live_runs.push_back(std::move(*runs[i]));
+    live_runs.push_back(std::move(*run));
     live_reports.push_back(&by_run[run_ids[i]]);
+    if (runs.steps) states.push_back(std::move((*runs.steps)[i]));
   }
   if (live_ids.empty()) return absl::OkStatus();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::vector<StepStateRecord>> states,
-                          tx.GetStepStates(live_ids, Fields::kNoPayloads));
+  if (!runs.steps) {
+    SLUICE_ASSIGN_OR_RETURN(states,
+                            tx.GetStepStates(live_ids, Fields::kNoPayloads));
+  }
 
   absl::Time now = impl.Now();
   WriteBatch writes;
@@ -236,9 +269,8 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   if (by_run.empty()) return absl::OkStatus();
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      tx.GetRuns(run_ids, LockMode::kForUpdate, Fields::kNoPayloads));
+  SLUICE_ASSIGN_OR_RETURN(LockedRuns runs,
+                          ReadRunsToApply(tx, run_ids, LockMode::kForUpdate));
   OutputsInHand none;  // the outbox path holds no results
   return ApplyToRuns(impl, tx, by_run, std::move(runs), none, effects);
 }
@@ -257,17 +289,19 @@ absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   // Never waits: this transaction already holds its tasks, and a run's
   // lock is taken before its tasks' everywhere else.
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      tx.GetRuns(ids, LockMode::kSkipLocked, Fields::kNoPayloads));
+  SLUICE_ASSIGN_OR_RETURN(LockedRuns runs,
+                          ReadRunsToApply(tx, ids, LockMode::kSkipLocked));
   absl::flat_hash_set<RunId> here;
-  std::vector<std::optional<RunRecord>> here_runs;
+  LockedRuns here_runs;
+  if (runs.steps) here_runs.steps.emplace();
   for (size_t i = 0; i < ids.size(); ++i) {
     // A pending cancel may end other tasks of the run, which other
     // transactions may hold: the outbox path settles it.
-    if (!runs[i] || runs[i]->cancel_requested) continue;
+    std::optional<RunRecord>& run = runs.runs[i];
+    if (!run || run->cancel_requested) continue;
     here.insert(ids[i]);
-    here_runs.push_back(std::move(runs[i]));
+    here_runs.runs.push_back(std::move(run));
+    if (runs.steps) here_runs.steps->push_back(std::move((*runs.steps)[i]));
   }
   std::vector<OutboxReport> applied, rest;
   for (OutboxReport& r : reports) {
