@@ -240,20 +240,15 @@ std::string_view GetRunsSql(LockMode lock, Fields fields) {
   return query.For(fields);
 }
 
-Params RunIdArray(std::span<const RunId> run_ids) {
-  ArrayLiteral ids;
-  for (const RunId& run_id : run_ids) ids.RunId(run_id);
-  return Params().Array(std::move(ids));
-}
-
 }  // namespace
 
 absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
     std::span<const RunId> run_ids, LockMode lock, Fields fields) {
   std::vector<std::optional<RunRecord>> runs(run_ids.size());
   if (run_ids.empty()) return runs;
-  SLUICE_ASSIGN_OR_RETURN(Result result, Query(GetRunsSql(lock, fields),
-                                               RunIdArray(run_ids), "GetRuns"));
+  SLUICE_ASSIGN_OR_RETURN(
+      Result result, Query(GetRunsSql(lock, fields),
+                           Params().Array(RunIdArray(run_ids)), "GetRuns"));
   SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(result, fields, runs));
   return runs;
 }
@@ -264,7 +259,7 @@ absl::StatusOr<internal::RunsWithSteps> PgTables::ReadRunsWithSteps(
   read.runs.resize(run_ids.size());
   read.steps.resize(run_ids.size());
   if (run_ids.empty()) return read;
-  const Params ids = RunIdArray(run_ids);
+  const Params ids = Params().Array(RunIdArray(run_ids));
   // In one pipeline the statements run in order, so the step states are
   // read once the runs' locks are held.
   const Connection::Statement statements[] = {
@@ -390,9 +385,7 @@ absl::StatusOr<std::vector<RunRecord>> PgTables::FindFinishedRuns(
 absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
   constexpr std::string_view kOperation = "DeleteRuns";
   if (run_ids.empty()) return 0;
-  ArrayLiteral literal;
-  for (const RunId& run_id : run_ids) literal.RunId(run_id);
-  const std::string ids = std::move(literal).Take();
+  const std::string ids = RunIdArray(run_ids).Take();
   Send(sql::kLockRunsToDelete, Params().Text(ids), kOperation);
   SLUICE_ASSIGN_OR_RETURN(
       Result queues, Query(sql::kQueuesOfRuns, Params().Text(ids), kOperation));
@@ -464,17 +457,16 @@ PgTables::GetStepStates(std::span<const RunId> run_ids, Fields fields) {
   std::vector<std::vector<StepStateRecord>> states(run_ids.size());
   if (run_ids.empty()) return states;
   SLUICE_ASSIGN_OR_RETURN(
-      Result result, Query(sql::kGetStepStates.For(fields), RunIdArray(run_ids),
-                           "GetStepStates"));
+      Result result,
+      Query(sql::kGetStepStates.For(fields),
+            Params().Array(RunIdArray(run_ids)), "GetStepStates"));
   SLUICE_RETURN_IF_ERROR(ReadStepStatesByOrd(result, fields, states));
   return states;
 }
 
 absl::StatusOr<std::optional<internal::RunWithParts>>
 PgTables::ReadRunWithParts(const RunId& run_id) {
-  ArrayLiteral ids;
-  ids.RunId(run_id);
-  const Params one_run = Params().Array(std::move(ids));
+  const Params one_run = Params().Array(RunIdArray(std::span(&run_id, 1)));
   const Params by_run = Params().RunId(run_id);
   const Connection::Statement statements[] = {
       {sql::kGetRuns.For(Fields::kAll), one_run, {"GetRuns", ""}},

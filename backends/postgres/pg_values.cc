@@ -168,6 +168,12 @@ ArrayLiteral IntArray(std::span<const int64_t> values) {
   return array;
 }
 
+ArrayLiteral RunIdArray(std::span<const sluice::RunId> run_ids) {
+  ArrayLiteral array;
+  for (const sluice::RunId& run_id : run_ids) array.RunId(run_id);
+  return array;
+}
+
 ArrayLiteral& ArrayLiteral::OptionalInt(std::optional<int64_t> value) {
   return value.has_value() ? Int(*value) : Null();
 }

@@ -65,6 +65,8 @@ class ArrayLiteral {
 
 // An array of ids (message ids, report ids): `{1,2,3}`.
 ArrayLiteral IntArray(std::span<const int64_t> values);
+// An array of run ids, for `uuid[]` parameters.
+ArrayLiteral RunIdArray(std::span<const sluice::RunId> run_ids);
 
 // A statement's parameters ($1, $2, ...), in order.
 class Params {
