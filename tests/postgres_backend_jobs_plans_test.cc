@@ -91,7 +91,14 @@ TEST_F(PostgresJobsTest,
       EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
       EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
     }
-    std::string plan = PlanText(*session, queue.next_visible, {now});
+    // The one-trip claim chooses its messages the same way.
+    std::string plan = PlanText(
+        *session, queue.claim_lock,
+        {postgres_internal::FormatTimestamp(absl::Now()), "10", "plans"});
+    EXPECT_THAT(plan, HasSubstr("q_plans_sluice_claim")) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
+    plan = PlanText(*session, queue.next_visible, {now});
     EXPECT_THAT(plan, HasSubstr("q_plans_vt_idx")) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
@@ -285,10 +292,19 @@ TEST_F(PostgresJobsTest,
       {queue.set_visibility, {"{5}", "{2030-01-01 00:00:00+00}", "{t}"}},
       {queue.archive, {"{5}", "2030-01-01 00:00:00+00"}},
       {queue.delete_messages, {"{5}"}},
+      {queue.claim,
+       {"2030-01-01 00:00:00+00", "2030-01-01 00:00:01+00", "{f}", "{0}",
+        "{2030-01-01 00:01:00+00}", "{2030-01-01 00:01:00+00}", "w", "plans"}},
   };
   absl::StatusOr<Session> session = Session::Open(db_->url());
   ASSERT_TRUE(session.ok());
   ASSERT_TRUE(session->Execute(sql::kGenericPlans, "generic plans").ok());
+  // The messages claim_lock would have noted for the claim.
+  ASSERT_TRUE(session
+                  ->Execute("SELECT set_config('sluice.claim_messages', "
+                            "'5,6', false)",
+                            "claimed messages")
+                  .ok());
   // Each table's unique keys: a lookup by key walks one of them. (An index
   // that merely ends with the key would be walked whole: a plan made on an
   // empty table can pick one, as cheap as the key while there are no rows.)
@@ -313,11 +329,15 @@ TEST_F(PostgresJobsTest,
       for (const std::string& index : *allowed) {
         by_key |= absl::StrContains(lines[i], StrCat(" using ", index, " "));
       }
-      // The node's own lines follow until the next node.
+      // The node's own lines follow until the next node. A condition on
+      // the queue alone would walk every task of the queue.
+      const bool by_message =
+          absl::StrContains(lines[i], " using tasks_by_message ");
       bool keyed = false;
       for (size_t j = i + 1; j < lines.size(); ++j) {
         if (absl::StrContains(lines[j], "->")) break;
-        keyed |= absl::StrContains(lines[j], "Index Cond:") ||
+        keyed |= (absl::StrContains(lines[j], "Index Cond:") &&
+                  (!by_message || absl::StrContains(lines[j], "message_id"))) ||
                  absl::StrContains(lines[j], "TID Cond:");
       }
       EXPECT_TRUE(by_key && keyed) << lines[i] << "\n"

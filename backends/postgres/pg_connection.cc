@@ -201,11 +201,28 @@ absl::StatusOr<Result> Connection::Query(std::string_view sql,
 
 absl::StatusOr<std::vector<Result>> Connection::QueryAll(
     std::span<const Statement> statements) {
+  return SendAllAndWait(statements, "", {}, nullptr);
+}
+
+absl::StatusOr<std::vector<Result>> Connection::QueryAllThenControl(
+    std::span<const Statement> statements, std::string_view control,
+    StatementContext control_context, Result& control_result) {
+  return SendAllAndWait(statements, control, std::move(control_context),
+                        &control_result);
+}
+
+absl::StatusOr<std::vector<Result>> Connection::SendAllAndWait(
+    std::span<const Statement> statements, std::string_view control,
+    StatementContext control_context, Result* control_result) {
   // Sized once: each pending statement points at its result.
   std::vector<Result> results(statements.size());
   for (size_t i = 0; i < statements.size(); ++i) {
     Send(statements[i].sql, statements[i].params, statements[i].context);
     if (!broken_) pending_.back().result = &results[i];
+  }
+  if (control_result != nullptr) {
+    SendControl(control, std::move(control_context));
+    if (!broken_) pending_.back().result = control_result;
   }
   Sync();
   absl::Status status = ReadPending();
@@ -217,15 +234,12 @@ absl::StatusOr<Result> Connection::QueryThenControl(
     std::string_view sql, const Params& params, StatementContext context,
     std::string_view control, StatementContext control_context,
     Result& control_result) {
-  Result wanted;
-  Send(sql, params, std::move(context));
-  if (!broken_) pending_.back().result = &wanted;
-  SendControl(control, std::move(control_context));
-  if (!broken_) pending_.back().result = &control_result;
-  Sync();
-  absl::Status status = ReadPending();
-  if (!status.ok()) return status;
-  return wanted;
+  const Statement statement{sql, params, std::move(context)};
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<Result> results,
+      QueryAllThenControl({&statement, 1}, control, std::move(control_context),
+                          control_result));
+  return std::move(results[0]);
 }
 
 const QueueSql& Connection::StatementsFor(std::string_view queue) {

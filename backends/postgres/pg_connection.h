@@ -124,6 +124,10 @@ class Connection {
   // order, checking every statement queued before them: one round trip.
   absl::StatusOr<std::vector<Result>> QueryAll(
       std::span<const Statement> statements);
+  // QueryAll(), with `control` queued behind, as in QueryThenControl().
+  absl::StatusOr<std::vector<Result>> QueryAllThenControl(
+      std::span<const Statement> statements, std::string_view control,
+      StatementContext control_context, Result& control_result);
   // Waits for everything queued; the first failure, if any.
   absl::Status Drain();
   // As Rollback(), but undoes only what followed SAVEPOINT `savepoint`
@@ -162,6 +166,10 @@ class Connection {
   const std::string& PreparedName(std::string_view sql,
                                   const StatementContext& context);
   void Sync();
+  // QueryAll(), then `control` unless `control_result` is null.
+  absl::StatusOr<std::vector<Result>> SendAllAndWait(
+      std::span<const Statement> statements, std::string_view control,
+      StatementContext control_context, Result* control_result);
   // Reads the results of everything pending into their destinations.
   absl::Status ReadPending();
   // With `keep` false, a result is dropped whatever its destination.

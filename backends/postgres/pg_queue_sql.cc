@@ -50,6 +50,65 @@ std::string Send(std::string_view live, int first) {
                 "ORDER BY m.ord RETURNING msg_id");
 }
 
+// The GUC through which QueueSql::claim_lock hands the messages it locked
+// to QueueSql::claim, in the same transaction and round trip.
+constexpr std::string_view kClaimedMessages = "'sluice.claim_messages'";
+
+// QueueSql::claim. `m` is the messages claim_lock locked; `j` pairs each
+// with its task and says whether the engine would simply claim it (a
+// timeout override is found by its key in the stored text, which is never
+// parsed, so a row the engine can't read can't fail the statement). Every
+// write is conditional on all of `j` being plain: an unplain read changes
+// nothing, and the engine claims that batch itself. `l` locks the tasks,
+// skipping (never waiting for) those another transaction holds, and `c` is
+// the claim's compare-and-set. The messages are then hidden for the lease,
+// or briefly where the task was lost. The statement keeps a generic plan,
+// made once per connection and perhaps on empty tables, so every scan of a
+// table is by key: each `= ANY(...)` and the lateral lookup (its LIMIT
+// keeps the planner from flattening it into a join that filters the
+// queue's tasks) are index conditions; and the claimed ids are an array,
+// not a join (a generic plan joins CTEs in nested loops).
+std::string ClaimSql(std::string_view live) {
+  return StrCat(
+      sql::kGenericPlan, "WITH m AS MATERIALIZED (SELECT msg_id, ",
+      PriorityOf(""), " AS claim_priority, ", SeqOf(""), " AS claim_seq FROM ",
+      live, " WHERE msg_id = ANY(string_to_array(current_setting(",
+      kClaimedMessages,
+      "), ',')::bigint[])), "
+      "s AS (SELECT * FROM unnest($3::text[], $4::int[], $5::timestamptz[], "
+      "$6::timestamptz[]) AS s(flow_slug, step_index, stall_at, vt)), "
+      "j AS MATERIALIZED (SELECT m.msg_id, m.claim_priority, m.claim_seq, "
+      "s.stall_at AS lease_stall_at, s.vt AS lease_vt, coalesce(t.status = "
+      "'queued' AND s.flow_slug IS NOT NULL AND strpos(coalesce(t.options::"
+      "text, ''), '\"timeout_ms\"') = 0, false) AS plain, t.* FROM m LEFT "
+      "JOIN LATERAL (SELECT * FROM sluice.tasks AS t WHERE t.queue_name = $8 "
+      "AND t.message_id = m.msg_id LIMIT 1) AS t ON true LEFT JOIN s ON "
+      "s.flow_slug = t.flow_slug AND s.step_index = t.step_index), "
+      "go AS (SELECT bool_and(plain) AS ok FROM j), "
+      "l AS MATERIALIZED (SELECT j.* FROM j CROSS JOIN LATERAL (SELECT 1 "
+      "FROM sluice.tasks AS t WHERE t.run_id = j.run_id AND t.step_index = "
+      "j.step_index AND t.task_index = j.task_index FOR NO KEY UPDATE OF t "
+      "SKIP LOCKED) AS x WHERE (SELECT ok FROM go)), "
+      "c AS (UPDATE sluice.tasks AS t SET status = 'started', attempts = "
+      "t.attempts + 1, started_at = $1::timestamptz, finished_at = NULL, "
+      "stall_at = l.lease_stall_at, worker_id = $7, output = NULL, "
+      "cancel_requested = false FROM l WHERE t.run_id = l.run_id AND "
+      "t.step_index = l.step_index AND t.task_index = l.task_index AND "
+      "t.run_id = ANY(ARRAY(SELECT run_id FROM l)) AND t.status = 'queued' "
+      "AND t.attempts = l.attempts RETURNING l.msg_id), "
+      "q AS (UPDATE ",
+      live,
+      " AS q SET vt = CASE WHEN q.msg_id = ANY(ARRAY(SELECT msg_id FROM c)) "
+      "THEN j.lease_vt ELSE $2::timestamptz END, read_ct = q.read_ct + 1 "
+      "FROM j WHERE q.msg_id = j.msg_id AND q.msg_id = ANY(ARRAY(SELECT "
+      "msg_id FROM m)) AND (SELECT ok FROM go)) "
+      "SELECT (SELECT ok FROM go), t.msg_id = ANY(ARRAY(SELECT msg_id FROM "
+      "c)), t.msg_id, ",
+      sql::kTaskAll.view(),
+      " FROM j AS t ORDER BY "
+      "t.claim_priority DESC NULLS LAST, t.claim_seq NULLS LAST, t.msg_id");
+}
+
 }  // namespace
 
 std::string QuoteIdentifier(std::string_view name) { return Quoted(name, '"'); }
@@ -131,6 +190,17 @@ QueueSql::QueueSql(std::string_view queue) {
       "t.message_id = m.msg_id";
   read_with_tasks_all = StrCat(with_tasks, sql::kTaskAll.view(), tasks_join);
   read_with_tasks_state = StrCat(with_tasks, sql::kTaskState, tasks_join);
+  // The claim's choice of messages is the read's, planned per execution;
+  // the rest of the claim keeps a generic plan (ClaimSql).
+  claim_lock = StrCat(
+      "SELECT set_config(", kClaimedMessages,
+      ", coalesce(string_agg(msg_id::text, ','), ''), true) FROM (SELECT "
+      "msg_id FROM ",
+      live,
+      " WHERE vt <= $1::timestamptz AND NOT EXISTS (SELECT 1 FROM "
+      "sluice.queues WHERE name = $3 AND paused) ORDER BY ",
+      claim_order, " LIMIT $2 FOR UPDATE SKIP LOCKED) AS m");
+  claim = ClaimSql(live);
   // to_tail takes a new sequence number; otherwise the message keeps its
   // place.
   set_visibility = StrCat(

@@ -179,6 +179,10 @@ class PgTables {
   absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields task_fields);
+  // OneTripClaims::ClaimAndCommit but the transaction's end: `then`
+  // (COMMIT) follows in the same round trip.
+  absl::StatusOr<internal::ServerClaimed> ClaimOnServer(
+      const internal::ServerClaim& claim, const Control& then);
   absl::StatusOr<std::vector<MessageRecord>> ReadMessages(
       std::string_view queue, absl::Time now, int limit,
       absl::Time visible_until, Fields fields);

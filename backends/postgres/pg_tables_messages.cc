@@ -206,6 +206,59 @@ absl::StatusOr<internal::MessagesWithTasks> PgTables::ReadMessagesWithTasks(
   return read;
 }
 
+absl::StatusOr<internal::ServerClaimed> PgTables::ClaimOnServer(
+    const internal::ServerClaim& claim, const Control& then) {
+  SawTime(claim.now);
+  ArrayLiteral flows, steps, stalls, visible;
+  for (const internal::ClaimableStep& step : claim.steps) {
+    flows.Text(step.flow_slug);
+    steps.Int(step.step_index);
+    stalls.Time(step.stall_at);
+    visible.Time(step.visible_until);
+  }
+  const QueueSql& statements = connection_.StatementsFor(claim.queue);
+  const Params lock_params =
+      Params().Time(claim.now).Int(claim.limit).Text(claim.queue);
+  Params params;
+  params.Time(claim.now)
+      .Time(claim.lost_visible_until)
+      .Array(std::move(flows))
+      .Array(std::move(steps))
+      .Array(std::move(stalls))
+      .Array(std::move(visible))
+      .Text(claim.worker_id)
+      .Text(claim.queue);
+  const Params next_params = Params().Time(claim.now);
+  const std::string queue(claim.queue);
+  const Connection::Statement all[] = {
+      {statements.claim_lock, lock_params, {"ClaimAndCommit", queue}},
+      {statements.claim, params, {"ClaimAndCommit", queue}},
+      {statements.next_visible, next_params, {"NextVisibleAt", queue}}};
+  SLUICE_ASSIGN_OR_RETURN(std::vector<Result> results,
+                          connection_.QueryAllThenControl(
+                              std::span(all, claim.read_next_visible ? 3 : 2),
+                              then.sql, {"Commit", {}}, *then.result));
+  internal::ServerClaimed claimed;
+  const Result& rows = results[1];
+  for (int i = 0; i < rows.rows(); ++i) {
+    Row row = rows.row(i);
+    claimed.plain = row.Bool();
+    if (!claimed.plain) return internal::ServerClaimed{.plain = false};
+    claimed.claimed.push_back(row.Bool());
+    claimed.message_ids.push_back(row.Int());
+    SLUICE_RETURN_IF_ERROR(row.status());
+    SLUICE_ASSIGN_OR_RETURN(TaskRecord task,
+                            ReadTask(rows.row(i, 3), Fields::kAll));
+    claimed.tasks.push_back(std::move(task));
+  }
+  if (claim.read_next_visible && results[2].rows() > 0) {
+    Row row = results[2].row(0);
+    claimed.next_visible_at = row.Time();
+    SLUICE_RETURN_IF_ERROR(row.status());
+  }
+  return claimed;
+}
+
 absl::Status PgTables::SetVisibility(
     std::string_view queue, std::span<const VisibilityUpdate> updates) {
   if (updates.empty()) return absl::OkStatus();

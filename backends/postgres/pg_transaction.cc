@@ -69,6 +69,17 @@ absl::StatusOr<std::vector<bool>> PostgresTransaction::UpdateTasksAndCommit(
   return applied;
 }
 
+absl::StatusOr<internal::ServerClaimed> PostgresTransaction::ClaimAndCommit(
+    const internal::ServerClaim& claim) {
+  SLUICE_RETURN_IF_ERROR(CheckUsable());
+  const std::string commit_sql = CommitStatement();
+  Result commit;
+  absl::StatusOr<internal::ServerClaimed> claimed =
+      tables_.ClaimOnServer(claim, {commit_sql, &commit});
+  SLUICE_RETURN_IF_ERROR(Committed(claimed.status(), commit));
+  return claimed;
+}
+
 std::string PostgresTransaction::CommitStatement() const {
   return pool_.borrowed() ? StrCat("RELEASE SAVEPOINT ", kSavepoint)
                           : std::string("COMMIT");

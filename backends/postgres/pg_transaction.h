@@ -69,7 +69,8 @@ class OpenTransactions {
 };
 
 // Offers internal::OneTripClaims: a claim's read of messages and tasks is
-// one statement, and its task updates travel with COMMIT. Offers
+// one statement, and its task updates travel with COMMIT; a plain claim is
+// one statement travelling with COMMIT. Offers
 // internal::OneTripRunReads: a run's view is four reads in one round trip.
 // Offers internal::OneTripTaskWrites: new tasks and their messages are one
 // statement nobody waits for.
@@ -154,6 +155,9 @@ class PostgresTransaction final : public Transaction,
   // The updates and COMMIT in one round trip.
   absl::StatusOr<std::vector<bool>> UpdateTasksAndCommit(
       std::span<TaskUpdate> updates) override;
+  // The claim, the next visible time and COMMIT in one round trip.
+  absl::StatusOr<internal::ServerClaimed> ClaimAndCommit(
+      const internal::ServerClaim& claim) override;
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index,
       Fields fields) override;

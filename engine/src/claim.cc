@@ -54,13 +54,11 @@ absl::Status ValidateClaimRequest(const ClaimRequest& request) {
   return absl::OkStatus();
 }
 
-// How long a read hides messages: the lease of the served steps on this
-// queue when they all share one timeout (then a claimed message needs no
-// second write), else just the claim grace until each claim sets its own.
-absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
-                                              const ClaimRequest& request,
-                                              const EngineOptions& options) {
-  std::optional<absl::Duration> common;
+// Calls fn(flow slug, step index, step) for each step the request serves
+// on its queue whose tasks are leased (not Wait steps), in deployed flows.
+template <typename Fn>
+absl::Status ForEachLeasedStep(FlowLookup& flows, const ClaimRequest& request,
+                               Fn fn) {
   for (const auto& [slug, steps] : request.served.flows()) {
     absl::StatusOr<const CompiledFlow*> flow = flows.Get(slug);
     if (!flow.ok()) {
@@ -73,10 +71,26 @@ absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
           step.is_wait()) {
         continue;  // a Wait step's task is never leased
       }
-      if (common && *common != step.timeout) return options.claim_grace;
-      common = step.timeout;
+      fn(slug, static_cast<int>(i), step);
     }
   }
+  return absl::OkStatus();
+}
+
+// How long a read hides messages: the lease of the served steps on this
+// queue when they all share one timeout (then a claimed message needs no
+// second write), else just the claim grace until each claim sets its own.
+absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
+                                              const ClaimRequest& request,
+                                              const EngineOptions& options) {
+  std::optional<absl::Duration> common;
+  bool mixed = false;
+  SLUICE_RETURN_IF_ERROR(ForEachLeasedStep(
+      flows, request, [&](std::string_view, int, const CompiledStep& step) {
+        mixed = mixed || (common && *common != step.timeout);
+        common = step.timeout;
+      }));
+  if (mixed) return options.claim_grace;
   return common ? *common + options.claim_grace : options.claim_grace;
 }
 
@@ -228,19 +242,153 @@ void RevealLost(Engine::Impl& impl, const ClaimRequest& request,
   }
 }
 
-// Engine::Claim; when it takes nothing and `next_visible_at` is set, also
-// when to look again, read in the same transaction (an idle worker's claim
-// then costs one transaction, not two).
-absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
-    Engine& engine, const ClaimRequest& request,
+// The steps a claim on the server may take tasks of, with their leases at
+// `now`, and each one's compiled step beside it.
+struct ServerSteps {
+  std::vector<internal::ClaimableStep> claimable;
+  std::vector<const CompiledStep*> compiled;
+
+  const CompiledStep* Find(std::string_view flow_slug, int step_index) const {
+    for (size_t i = 0; i < claimable.size(); ++i) {
+      if (claimable[i].step_index == step_index &&
+          claimable[i].flow_slug == flow_slug) {
+        return compiled[i];
+      }
+    }
+    return nullptr;
+  }
+};
+
+absl::StatusOr<ServerSteps> ServerStepsOf(FlowLookup& flows,
+                                          const ClaimRequest& request,
+                                          absl::Time now,
+                                          const EngineOptions& options) {
+  ServerSteps steps;
+  SLUICE_RETURN_IF_ERROR(ForEachLeasedStep(
+      flows, request,
+      [&](std::string_view slug, int index, const CompiledStep& step) {
+        LeaseTimes lease = ComputeLease(step.timeout, now, options);
+        steps.claimable.push_back({.flow_slug = slug,
+                                   .step_index = index,
+                                   .stall_at = lease.stall_at,
+                                   .visible_until = lease.visible_until});
+        steps.compiled.push_back(&step);
+      }));
+  return steps;
+}
+
+// Tasks a claim on the server took whose stored rows can't be read: failed
+// for good as the engine's claim fails them (FailUnreadable), the attempt
+// the server counted given back, their messages archived and their runs
+// failed by report. If this fails, stall recovery takes the tasks back and
+// a later claim fails them.
+void FailUnreadableClaims(Engine& engine, const ClaimRequest& request,
+                          std::vector<TaskUpdate> updates,
+                          std::vector<int64_t> archive, absl::Time now) {
+  Engine::Impl& impl = engine.impl();
+  std::vector<OutboxReport> reports;
+  for (const TaskUpdate& u : updates) {
+    impl.Log(LogLevel::kWarning,
+             StrCat("claim on queue \"", request.queue, "\": message ",
+                    u.task.message_id, ": ", u.task.error,
+                    "; failed its task and archived the message"));
+    if (u.task.key.run_id.IsNil()) continue;
+    reports.push_back(OutboxReport{.task = u.task.key,
+                                   .flow_slug = u.task.flow_slug,
+                                   .kind = ReportKind::kUnreadable,
+                                   .created_at = now});
+  }
+  absl::StatusOr<std::vector<int64_t>> report_ids =
+      [&]() -> absl::StatusOr<std::vector<int64_t>> {
+    SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
+    SLUICE_RETURN_IF_ERROR(tx->UpdateTasks(updates).status());
+    SLUICE_RETURN_IF_ERROR(tx->ArchiveMessages(request.queue, archive, now));
+    std::vector<int64_t> ids;
+    if (!reports.empty()) {
+      SLUICE_ASSIGN_OR_RETURN(ids, tx->AppendReports(reports));
+    }
+    SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, {}));
+    return ids;
+  }();
+  if (!report_ids.ok()) {
+    impl.Log(LogLevel::kWarning,
+             StrCat("claim on queue \"", request.queue, "\": failing ",
+                    updates.size(), " unreadable tasks failed (",
+                    report_ids.status().ToString(),
+                    "); stall recovery takes them back"));
+    return;
+  }
+  // The push path; the reconcile path catches them if this fails.
+  if (absl::Status applied = engine.ApplyReports(*report_ids); !applied.ok()) {
+    impl.Log(LogLevel::kWarning,
+             StrCat("claim: applying reports of unreadable tasks failed (",
+                    applied.ToString(), "); the sweeper will apply them"));
+  }
+}
+
+// The whole claim in one call to the transaction (one round trip on a
+// server), when every message it reads is a queued task of a step in
+// `steps`; nullopt, with the transaction over and nothing changed, when
+// one is not, so the engine's claim must decide.
+absl::StatusOr<std::optional<std::vector<ClaimedTask>>> ClaimOnServer(
+    Engine& engine, OneTripClaims& tx, const ServerSteps& steps,
+    const ClaimRequest& request, absl::Time now,
     std::optional<absl::Time>* next_visible_at) {
   Engine::Impl& impl = engine.impl();
-  SLUICE_RETURN_IF_ERROR(ValidateClaimRequest(request));
   const EngineOptions& options = impl.options();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
-  if (options.development_recompile) {
-    SLUICE_RETURN_IF_ERROR(CheckGenerations(*tx, request));
+  SLUICE_ASSIGN_OR_RETURN(
+      internal::ServerClaimed read,
+      tx.ClaimAndCommit({.queue = request.queue,
+                         .now = now,
+                         .limit = request.limit,
+                         .worker_id = request.worker_id,
+                         .steps = steps.claimable,
+                         .lost_visible_until = now + options.claim_grace,
+                         .read_next_visible = next_visible_at != nullptr}));
+  if (!read.plain) return std::nullopt;
+  std::vector<ClaimedTask> claimed;
+  claimed.reserve(read.tasks.size());
+  std::vector<TaskUpdate> unreadable;
+  std::vector<int64_t> archive;
+  for (size_t i = 0; i < read.tasks.size(); ++i) {
+    if (!read.claimed[i]) continue;
+    TaskRecord& t = read.tasks[i];
+    const CompiledStep* step = steps.Find(t.flow_slug, t.key.step_index);
+    if (step == nullptr) {
+      return absl::InternalError(StrCat(
+          "claim on queue \"", request.queue, "\": the server claimed message ",
+          read.message_ids[i], " of a step this claim did not offer"));
+    }
+    if (!t.unreadable.empty()) {
+      TaskUpdate u = FailUnreadable(t, *step, now);
+      u.expected_status = TaskStatus::kStarted;
+      u.expected_attempts = t.attempts + 1;
+      u.skip_if_locked = false;
+      unreadable.push_back(std::move(u));
+      archive.push_back(read.message_ids[i]);
+      continue;
+    }
+    claimed.push_back(
+        ClaimedFrom(t, *step, t.attempts + 1, TermsOf(*step, t, now, options)));
   }
+  CountClaimed(impl.metrics(), request.queue, claimed);
+  if (!unreadable.empty()) {
+    FailUnreadableClaims(engine, request, std::move(unreadable),
+                         std::move(archive), now);
+  }
+  if (claimed.empty() && next_visible_at != nullptr) {
+    *next_visible_at = read.next_visible_at;
+  }
+  return claimed;
+}
+
+// The engine's claim: read a batch, classify all of it, then claim.
+absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
+    Engine& engine, const ClaimRequest& request,
+    std::unique_ptr<Transaction> tx,
+    std::optional<absl::Time>* next_visible_at) {
+  Engine::Impl& impl = engine.impl();
+  const EngineOptions& options = impl.options();
   absl::Time now = impl.Now();
   FlowLookup flows(impl, *tx);
   SLUICE_ASSIGN_OR_RETURN(absl::Duration read_for,
@@ -510,6 +658,40 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
                     applied.ToString(), "); the sweeper will apply them"));
   }
   return claimed;
+}
+
+// Engine::Claim; when it takes nothing and `next_visible_at` is set, also
+// when to look again, read in the same transaction (an idle worker's claim
+// then costs one transaction, not two).
+absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
+    Engine& engine, const ClaimRequest& request,
+    std::optional<absl::Time>* next_visible_at) {
+  Engine::Impl& impl = engine.impl();
+  SLUICE_RETURN_IF_ERROR(ValidateClaimRequest(request));
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
+  if (impl.options().development_recompile) {
+    // Checking generations takes a read of its own: the engine's claim.
+    SLUICE_RETURN_IF_ERROR(CheckGenerations(*tx, request));
+    return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
+  }
+  auto* one_trip = dynamic_cast<OneTripClaims*>(tx.get());
+  if (one_trip == nullptr) {
+    return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
+  }
+  absl::Time now = impl.Now();
+  FlowLookup flows(impl, *tx);
+  SLUICE_ASSIGN_OR_RETURN(ServerSteps steps,
+                          ServerStepsOf(flows, request, now, impl.options()));
+  if (steps.claimable.empty()) {
+    return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
+  }
+  SLUICE_ASSIGN_OR_RETURN(
+      std::optional<std::vector<ClaimedTask>> claimed,
+      ClaimOnServer(engine, *one_trip, steps, request, now, next_visible_at));
+  if (claimed.has_value()) return *std::move(claimed);
+  // Some message needs the engine's judgement; the server changed nothing.
+  SLUICE_ASSIGN_OR_RETURN(tx, impl.Begin());
+  return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
 }
 
 }  // namespace
