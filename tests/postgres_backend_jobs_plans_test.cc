@@ -345,6 +345,14 @@ TEST_F(PostgresJobsTest,
                                    << text;
     }
   }
+  // The next visible time is not a lookup by key: it walks pgmq's vt index
+  // from $1 and stops at the first row.
+  EXPECT_TRUE(sql::WantsGenericPlan(queue.next_visible));
+  const std::string next =
+      GenericPlanText(*session, queue.next_visible, {"2030-01-01 00:00:00+00"});
+  EXPECT_THAT(next, HasSubstr("using q_plans_vt_idx")) << next;
+  EXPECT_THAT(next, HasSubstr("Index Cond: (vt > $1)")) << next;
+  EXPECT_FALSE(SortsRows(next)) << next;
 }
 
 }  // namespace

@@ -212,7 +212,9 @@ QueueSql::QueueSql(std::string_view queue) {
       "FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS "
       "u(msg_id, vt, to_tail) WHERE q.msg_id = u.msg_id "
       "AND q.msg_id = ANY($1::bigint[])");
-  next_visible = StrCat("SELECT vt FROM ", live,
+  // Only pgmq's vt index serves both the condition and the order, so a
+  // generic plan walks it whatever the statistics said (decision 0072).
+  next_visible = StrCat(sql::kGenericPlan, "SELECT vt FROM ", live,
                         " WHERE vt > $1::timestamptz ORDER BY vt LIMIT 1");
   archive = StrCat(
       sql::kGenericPlan, "WITH moved AS (DELETE FROM ", live,
