@@ -8,6 +8,7 @@
 #include "lease.h"
 #include "queue_name.h"
 #include "queue_signals.h"
+#include "server_claim_backoff.h"
 
 namespace sluice {
 namespace {
@@ -130,6 +131,25 @@ TEST(QueueSignals, NotifiesOnlyListenersOfThatQueue) {
   signals.Unlisten(id_a);
   signals.Notify("a");
   EXPECT_EQ(a, 2);
+}
+
+TEST(ServerClaimBackoff,
+     AfterAFallback_SkipsTheServerForAFewClaimsOfThatQueue) {
+  ServerClaimBackoff backoff;
+  EXPECT_FALSE(backoff.SkipServer("jobs"));
+  backoff.FellBack("jobs");
+  for (int i = 0; i < ServerClaimBackoff::kEngineClaimsAfterFallback; ++i) {
+    EXPECT_FALSE(backoff.SkipServer("other")) << "another queue";
+    EXPECT_TRUE(backoff.SkipServer("jobs")) << "claim " << i;
+  }
+  EXPECT_FALSE(backoff.SkipServer("jobs"));
+  // A second fallback grants the full count again.
+  backoff.FellBack("jobs");
+  EXPECT_TRUE(backoff.SkipServer("jobs"));
+  backoff.FellBack("jobs");
+  int skipped = 0;
+  while (backoff.SkipServer("jobs")) ++skipped;
+  EXPECT_EQ(skipped, ServerClaimBackoff::kEngineClaimsAfterFallback);
 }
 
 }  // namespace

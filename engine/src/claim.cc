@@ -675,7 +675,7 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
     return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
   }
   auto* one_trip = dynamic_cast<OneTripClaims*>(tx.get());
-  if (one_trip == nullptr) {
+  if (one_trip == nullptr || impl.server_claims().SkipServer(request.queue)) {
     return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
   }
   absl::Time now = impl.Now();
@@ -690,6 +690,7 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimBatchOf(
       ClaimOnServer(engine, *one_trip, steps, request, now, next_visible_at));
   if (claimed.has_value()) return *std::move(claimed);
   // Some message needs the engine's judgement; the server changed nothing.
+  impl.server_claims().FellBack(request.queue);
   SLUICE_ASSIGN_OR_RETURN(tx, impl.Begin());
   return ClaimInEngine(engine, request, std::move(tx), next_visible_at);
 }

@@ -20,6 +20,7 @@
 #include "event_publisher.h"
 #include "metrics_registry.h"
 #include "queue_signals.h"
+#include "server_claim_backoff.h"
 #include "sluice/backend.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
@@ -84,6 +85,7 @@ class Engine::Impl {
   EventPublisher& events() { return events_; }
   QueueSignals& signals() { return signals_; }
   MetricsRegistry& metrics() { return metrics_; }
+  ServerClaimBackoff& server_claims() { return server_claims_; }
   bool wants_events() const { return events_.HasSubscribers(); }
 
   void Log(LogLevel level, std::string_view message) const;
@@ -188,6 +190,7 @@ class Engine::Impl {
   EventPublisher events_;
   QueueSignals signals_;
   MetricsRegistry metrics_;
+  ServerClaimBackoff server_claims_;
   // Engines on the peer stores of cross-store children, by name.
   std::map<std::string, std::unique_ptr<Engine>> peers_;
   std::shared_ptr<std::atomic<uint64_t>> span_ids_ =
