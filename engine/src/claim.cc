@@ -115,6 +115,37 @@ TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
   return u;
 }
 
+// Logs an unreadable task `t` (as read) that the claim failed with
+// `error`, its message `message_id` archived, and reports it, so that its
+// run fails, if the row names a run.
+void NoteUnreadable(Engine::Impl& impl, const ClaimRequest& request,
+                    int64_t message_id, const TaskRecord& t,
+                    std::string_view error, absl::Time now,
+                    std::vector<OutboxReport>& reports) {
+  if (!t.key.run_id.IsNil()) {
+    reports.push_back(OutboxReport{.task = t.key,
+                                   .flow_slug = t.flow_slug,
+                                   .kind = ReportKind::kUnreadable,
+                                   .created_at = now});
+  }
+  impl.Log(
+      LogLevel::kWarning,
+      StrCat("claim on queue \"", request.queue, "\": message ", message_id,
+             ": ", error, "; failed its task and archived the message"));
+}
+
+// Applies the reports a claim committed (unreadable tasks, timed out
+// waits): the push path; the reconcile path catches them if this fails.
+void PushReports(Engine& engine, std::span<const int64_t> report_ids) {
+  if (absl::Status applied = engine.ApplyReports(report_ids); !applied.ok()) {
+    engine.impl().Log(
+        LogLevel::kWarning,
+        StrCat("claim: applying reports of unreadable tasks and timed "
+               "out waits failed (",
+               applied.ToString(), "); the sweeper will apply them"));
+  }
+}
+
 // Development recompilation fences off workers that deployed an older
 // generation of a flow: their handlers are for a shape that is gone.
 absl::Status CheckGenerations(Transaction& tx, const ClaimRequest& request) {
@@ -277,27 +308,16 @@ absl::StatusOr<ServerSteps> ServerStepsOf(FlowLookup& flows,
   return steps;
 }
 
-// Tasks a claim on the server took whose stored rows can't be read: failed
-// for good as the engine's claim fails them (FailUnreadable), the attempt
-// the server counted given back, their messages archived and their runs
-// failed by report. If this fails, stall recovery takes the tasks back and
-// a later claim fails them.
+// Tasks a claim on the server took whose stored rows can't be read:
+// `updates` fail them for good as the engine's claim does
+// (FailUnreadable), giving back the attempt the server counted; their
+// messages `archive` are archived and `reports` fail their runs. If this
+// fails, stall recovery takes the tasks back and a later claim fails them.
 void FailUnreadableClaims(Engine& engine, const ClaimRequest& request,
                           std::vector<TaskUpdate> updates,
-                          std::vector<int64_t> archive, absl::Time now) {
+                          std::vector<int64_t> archive,
+                          std::vector<OutboxReport> reports, absl::Time now) {
   Engine::Impl& impl = engine.impl();
-  std::vector<OutboxReport> reports;
-  for (const TaskUpdate& u : updates) {
-    impl.Log(LogLevel::kWarning,
-             StrCat("claim on queue \"", request.queue, "\": message ",
-                    u.task.message_id, ": ", u.task.error,
-                    "; failed its task and archived the message"));
-    if (u.task.key.run_id.IsNil()) continue;
-    reports.push_back(OutboxReport{.task = u.task.key,
-                                   .flow_slug = u.task.flow_slug,
-                                   .kind = ReportKind::kUnreadable,
-                                   .created_at = now});
-  }
   absl::StatusOr<std::vector<int64_t>> report_ids =
       [&]() -> absl::StatusOr<std::vector<int64_t>> {
     SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
@@ -318,12 +338,7 @@ void FailUnreadableClaims(Engine& engine, const ClaimRequest& request,
                     "); stall recovery takes them back"));
     return;
   }
-  // The push path; the reconcile path catches them if this fails.
-  if (absl::Status applied = engine.ApplyReports(*report_ids); !applied.ok()) {
-    impl.Log(LogLevel::kWarning,
-             StrCat("claim: applying reports of unreadable tasks failed (",
-                    applied.ToString(), "); the sweeper will apply them"));
-  }
+  PushReports(engine, *report_ids);
 }
 
 // The whole claim in one call to the transaction (one round trip on a
@@ -350,6 +365,7 @@ absl::StatusOr<std::optional<std::vector<ClaimedTask>>> ClaimOnServer(
   claimed.reserve(read.tasks.size());
   std::vector<TaskUpdate> unreadable;
   std::vector<int64_t> archive;
+  std::vector<OutboxReport> reports;
   for (size_t i = 0; i < read.tasks.size(); ++i) {
     if (!read.claimed[i]) continue;
     TaskRecord& t = read.tasks[i];
@@ -364,6 +380,8 @@ absl::StatusOr<std::optional<std::vector<ClaimedTask>>> ClaimOnServer(
       u.expected_status = TaskStatus::kStarted;
       u.expected_attempts = t.attempts + 1;
       u.skip_if_locked = false;
+      NoteUnreadable(impl, request, read.message_ids[i], t, u.task.error, now,
+                     reports);
       unreadable.push_back(std::move(u));
       archive.push_back(read.message_ids[i]);
       continue;
@@ -374,7 +392,7 @@ absl::StatusOr<std::optional<std::vector<ClaimedTask>>> ClaimOnServer(
   CountClaimed(impl.metrics(), request.queue, claimed);
   if (!unreadable.empty()) {
     FailUnreadableClaims(engine, request, std::move(unreadable),
-                         std::move(archive), now);
+                         std::move(archive), std::move(reports), now);
   }
   if (claimed.empty() && next_visible_at != nullptr) {
     *next_visible_at = read.next_visible_at;
@@ -520,16 +538,8 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
         archive.push_back(ids[i]);
         updates.push_back(FailUnreadable(t, *verdicts[i].step, now));
         update_index.push_back(i);
-        if (!t.key.run_id.IsNil()) {
-          reports.push_back(OutboxReport{.task = t.key,
-                                         .flow_slug = t.flow_slug,
-                                         .kind = ReportKind::kUnreadable,
-                                         .created_at = now});
-        }
-        impl.Log(LogLevel::kWarning,
-                 StrCat("claim on queue \"", request.queue, "\": message ",
-                        ids[i], ": ", updates.back().task.error,
-                        "; failed its task and archived the message"));
+        NoteUnreadable(impl, request, ids[i], t, updates.back().task.error, now,
+                       reports);
         break;
       case Verdict::kWaitTimeout: {
         WaitEnd end =
@@ -650,13 +660,7 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
   }
   SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, {}));
   CountClaimed(impl.metrics(), request.queue, claimed);
-  // The push path; the reconcile path catches them if this fails.
-  if (absl::Status applied = engine.ApplyReports(report_ids); !applied.ok()) {
-    impl.Log(LogLevel::kWarning,
-             StrCat("claim: applying reports of unreadable tasks and timed "
-                    "out waits failed (",
-                    applied.ToString(), "); the sweeper will apply them"));
-  }
+  PushReports(engine, report_ids);
   return claimed;
 }
 
