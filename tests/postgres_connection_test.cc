@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -294,6 +295,40 @@ TEST_F(PostgresConnectionSettingsTest,
                  {"Skipped", {}})
           .ok());
   EXPECT_EQ(ModeSeen(connection, true), generic);
+}
+
+// How many times this session ran the switch to generic plans (PostgreSQL
+// counts each execution of a prepared statement's generic plan).
+int64_t GenericSwitches(Connection& connection) {
+  absl::StatusOr<postgres_internal::Result> counted = connection.QueryControl(
+      "SELECT coalesce(sum(generic_plans), 0) FROM pg_prepared_statements "
+      "WHERE statement LIKE 'SELECT set_config(''plan_cache_mode'', "
+      "''force_generic_plan''%'",
+      {"GenericSwitches", {}});
+  EXPECT_TRUE(counted.ok()) << counted.status();
+  if (!counted.ok() || counted->rows() != 1) return -1;
+  return std::stoll(PQgetvalue(counted->get(), 0, 0));
+}
+
+TEST_F(PostgresConnectionSettingsTest,
+       GenericPlanStatements_SwitchOnlyWhenTheModeChanges) {
+  absl::StatusOr<std::unique_ptr<Connection>> opened =
+      Connection::Open(PostgresTestUrl(), {});
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  Connection& connection = **opened;
+  const std::string generic = "force_generic_plan off";
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(connection.QueryControl("BEGIN", {"Begin", {}}).ok());
+    EXPECT_EQ(ModeSeen(connection, true), generic);
+    ASSERT_TRUE(connection.QueryControl("COMMIT", {"Commit", {}}).ok());
+  }
+  EXPECT_EQ(GenericSwitches(connection), 1);
+
+  EXPECT_EQ(ModeSeen(connection, false), "force_custom_plan on");
+  EXPECT_EQ(ModeSeen(connection, true), generic);
+  EXPECT_EQ(GenericSwitches(connection), 2);
 }
 
 }  // namespace

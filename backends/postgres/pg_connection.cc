@@ -100,6 +100,7 @@ bool Connection::CheckAlive() {
 }
 
 void Connection::Fail(absl::Status status) {
+  if (status.ok()) return;
   plan_mode_ = PlanMode::kUnknown;
   if (failure_.ok()) failure_ = std::move(status);
 }

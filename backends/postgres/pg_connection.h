@@ -178,6 +178,7 @@ class Connection {
   // Queues the switch to the plan mode `sql` asks for, if the session is
   // not known to be in it.
   void UsePlanModeFor(std::string_view sql, const StatementContext& context);
+  // Keeps `status` if it is the first failure; an OK status changes nothing.
   void Fail(absl::Status status);
   // Sends `statements` (transaction control) after a sync point and waits
   // for them; a connection where one fails is broken().
