@@ -261,14 +261,27 @@ std::string ModeSeen(Connection& connection, bool marked) {
   return PQgetvalue(seen->get(), 0, 0);
 }
 
-TEST_F(PostgresConnectionSettingsTest,
-       GenericPlanStatements_SwitchTheSession_AlsoAfterARollbackOrAFailure) {
-  absl::StatusOr<std::unique_ptr<Connection>> opened =
-      Connection::Open(PostgresTestUrl(), {});
-  ASSERT_TRUE(opened.ok()) << opened.status();
-  Connection& connection = **opened;
+// A pool connection of the test cluster, and the two modes as ModeSeen
+// reports them.
+class PostgresPlanModeTest : public PostgresConnectionSettingsTest {
+ protected:
+  void SetUp() override {
+    PostgresConnectionSettingsTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    absl::StatusOr<std::unique_ptr<Connection>> opened =
+        Connection::Open(PostgresTestUrl(), {});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    opened_ = *std::move(opened);
+  }
+
+  std::unique_ptr<Connection> opened_;
   const std::string custom = "force_custom_plan on";
   const std::string generic = "force_generic_plan off";
+};
+
+TEST_F(PostgresPlanModeTest,
+       GenericPlanStatements_SwitchTheSession_AlsoAfterARollbackOrAFailure) {
+  Connection& connection = *opened_;
   EXPECT_EQ(ModeSeen(connection, false), custom);
   EXPECT_EQ(ModeSeen(connection, true), generic);
   EXPECT_EQ(ModeSeen(connection, true), generic);
@@ -310,13 +323,9 @@ int64_t GenericSwitches(Connection& connection) {
   return std::stoll(PQgetvalue(counted->get(), 0, 0));
 }
 
-TEST_F(PostgresConnectionSettingsTest,
+TEST_F(PostgresPlanModeTest,
        GenericPlanStatements_SwitchOnlyWhenTheModeChanges) {
-  absl::StatusOr<std::unique_ptr<Connection>> opened =
-      Connection::Open(PostgresTestUrl(), {});
-  ASSERT_TRUE(opened.ok()) << opened.status();
-  Connection& connection = **opened;
-  const std::string generic = "force_generic_plan off";
+  Connection& connection = *opened_;
   EXPECT_EQ(ModeSeen(connection, true), generic);
   EXPECT_EQ(ModeSeen(connection, true), generic);
   for (int i = 0; i < 3; ++i) {
@@ -326,7 +335,7 @@ TEST_F(PostgresConnectionSettingsTest,
   }
   EXPECT_EQ(GenericSwitches(connection), 1);
 
-  EXPECT_EQ(ModeSeen(connection, false), "force_custom_plan on");
+  EXPECT_EQ(ModeSeen(connection, false), custom);
   EXPECT_EQ(ModeSeen(connection, true), generic);
   EXPECT_EQ(GenericSwitches(connection), 2);
 }
