@@ -14,35 +14,17 @@
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {
-namespace {
-
-absl::Status CheckSizes(size_t records, size_t deltas, std::string_view op) {
-  if (records == deltas) return absl::OkStatus();
-  return absl::InvalidArgumentError(StrCat(op, ": ", records, " records but ",
-                                           deltas,
-                                           " counter deltas; nothing changed"));
-}
-
-// Sets `last[slot]` to `record`: of the records of one slot, the last wins.
-void KeepLast(std::vector<size_t>& last, size_t slot, size_t record) {
-  if (slot == last.size()) {
-    last.push_back(record);
-  } else {
-    last[slot] = record;
-  }
-}
-
-}  // namespace
-
 absl::StatusOr<std::vector<int>> PgTables::UpdateRunsAndCounters(
     std::span<const RunRecord> runs, std::span<const RunCounterDelta> deltas) {
   constexpr std::string_view kOperation = "UpdateRunsAndCounters";
-  SLUICE_RETURN_IF_ERROR(CheckSizes(runs.size(), deltas.size(), kOperation));
+  SLUICE_RETURN_IF_ERROR(
+      internal::CheckOneDeltaPerRecord(runs.size(), deltas.size(), kOperation));
   if (runs.empty()) return std::vector<int>();
   CounterBatch<RunId, 1> batch;
   std::vector<size_t> last;  // per slot, the record to write
   for (size_t i = 0; i < runs.size(); ++i) {
-    KeepLast(last, batch.Add(runs[i].run_id, {deltas[i].remaining_steps}), i);
+    internal::KeepLastRecord(
+        last, batch.Add(runs[i].run_id, {deltas[i].remaining_steps}), i);
   }
   RunUpdateColumns columns;
   ArrayLiteral sums;
@@ -65,15 +47,17 @@ absl::StatusOr<std::vector<StepCounters>> PgTables::UpdateStepStatesAndCounters(
     std::span<const StepStateRecord> states,
     std::span<const StepCounterDelta> deltas) {
   constexpr std::string_view kOperation = "UpdateStepStatesAndCounters";
-  SLUICE_RETURN_IF_ERROR(CheckSizes(states.size(), deltas.size(), kOperation));
+  SLUICE_RETURN_IF_ERROR(internal::CheckOneDeltaPerRecord(
+      states.size(), deltas.size(), kOperation));
   if (states.empty()) return std::vector<StepCounters>();
   CounterBatch<std::pair<RunId, int>, 2> batch;
   std::vector<size_t> last;  // per slot, the record to write
   for (size_t i = 0; i < states.size(); ++i) {
-    KeepLast(last,
-             batch.Add({states[i].run_id, states[i].step_index},
-                       {deltas[i].remaining_tasks, deltas[i].remaining_deps}),
-             i);
+    internal::KeepLastRecord(
+        last,
+        batch.Add({states[i].run_id, states[i].step_index},
+                  {deltas[i].remaining_tasks, deltas[i].remaining_deps}),
+        i);
   }
   StepStateUpdateColumns columns;
   ArrayLiteral tasks, deps;

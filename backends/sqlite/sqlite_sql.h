@@ -142,6 +142,13 @@ inline constexpr std::string_view kUpdateRuns =
     "UPDATE runs SET (status, error, finished_at, cancel_requested, output) "
     "= (SELECT c1, c2, c3, c4, c5 FROM sluice_rows(?1) WHERE c0 = runs.seq) "
     "WHERE seq IN (SELECT c0 FROM sluice_rows(?1))";
+// UpdateRuns and AddRunRemainingSteps as one write of each run. Rows: (seq,
+// status, error, finished_at, cancel_requested, output, delta), sorted.
+inline constexpr std::string_view kUpdateRunsAndCounters =
+    "UPDATE runs SET (status, error, finished_at, cancel_requested, output, "
+    "remaining_steps) = (SELECT c1, c2, c3, c4, c5, runs.remaining_steps + c6 "
+    "FROM sluice_rows(?1) WHERE c0 = runs.seq) "
+    "WHERE seq IN (SELECT c0 FROM sluice_rows(?1))";
 // Counters are added to, then read back, in two statements: SQLite runs
 // RETURNING like a trigger, which costs more than the pair. Rows: (seq,
 // delta), one per run, sorted.

@@ -34,6 +34,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "sluice/backend.h"
+#include "sluice/internal/counter_batch.h"
 #include "sluice/records.h"
 #include "sqlite_statement.h"
 
@@ -78,6 +79,8 @@ class SqliteTables {
   absl::Status UpdateRuns(std::span<const RunRecord> runs);
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas);
+  absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<const RunRecord> runs, std::span<const RunCounterDelta> deltas);
   absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
                                                   Fields fields);
   absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(
@@ -215,6 +218,11 @@ class SqliteTables {
   // Every remaining row of `query` as a task, fields chosen by `fields`.
   absl::StatusOr<std::vector<TaskRecord>> QueryTasks(Statement& query,
                                                      Fields fields);
+  // After an update that added `batch`'s sums to the runs of `rows` (seq in
+  // its first cell, key = slot): each delta's new remaining_steps, in order.
+  absl::StatusOr<std::vector<int>> ReadBackRemainingSteps(
+      const BoundRows& rows, internal::CounterBatch<int64_t, 1>& batch,
+      std::span<const RunCounterDelta> deltas, std::string_view operation);
 
   StatementCache& statements_;
   // Seqs of runs that exist, as this transaction looked them up or

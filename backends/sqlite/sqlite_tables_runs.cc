@@ -150,8 +150,52 @@ absl::StatusOr<std::vector<int>> SqliteTables::AddRunRemainingSteps(
     add.BindRows(1, rows);
     SLUICE_RETURN_IF_ERROR(add.Run());
   }
+  return ReadBackRemainingSteps(rows, batch, deltas, kOperation);
+}
+
+absl::StatusOr<std::vector<int>> SqliteTables::UpdateRunsAndCounters(
+    std::span<const RunRecord> runs, std::span<const RunCounterDelta> deltas) {
+  constexpr std::string_view kOperation = "UpdateRunsAndCounters";
+  SLUICE_RETURN_IF_ERROR(
+      internal::CheckOneDeltaPerRecord(runs.size(), deltas.size(), kOperation));
+  if (runs.empty()) return std::vector<int>();
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<int64_t> seqs,
+      RequireRunSeqs(
+          RunIdsOf(runs, [](const RunRecord& r) { return r.run_id; }),
+          kOperation));
+  internal::CounterBatch<int64_t, 1> batch;
+  std::vector<size_t> last;  // per slot, the record to write
+  for (size_t i = 0; i < runs.size(); ++i) {
+    internal::KeepLastRecord(
+        last, batch.Add(seqs[i], {deltas[i].remaining_steps}), i);
+  }
+  BoundRows rows(7, batch.slots());  // key = slot
+  for (size_t slot = 0; slot < batch.slots(); ++slot) {
+    const RunRecord& run = runs[last[slot]];
+    rows.AddInt(batch.key(slot))
+        .AddText(ToString(run.status))
+        .AddText(run.error)
+        .AddOptionalTime(run.finished_at)
+        .AddInt(run.cancel_requested ? 1 : 0);
+    AddOptionalJson(rows, run.output);
+    rows.AddInt(batch.sum(slot)[0]);
+  }
+  rows.SortByKey(1);
+  {
+    SLUICE_ASSIGN_OR_RETURN(Statement update,
+                            Prepare(sql::kUpdateRunsAndCounters, kOperation));
+    update.BindRows(1, rows);
+    SLUICE_RETURN_IF_ERROR(update.Run());
+  }
+  return ReadBackRemainingSteps(rows, batch, deltas, kOperation);
+}
+
+absl::StatusOr<std::vector<int>> SqliteTables::ReadBackRemainingSteps(
+    const BoundRows& rows, internal::CounterBatch<int64_t, 1>& batch,
+    std::span<const RunCounterDelta> deltas, std::string_view operation) {
   SLUICE_ASSIGN_OR_RETURN(Statement get,
-                          Prepare(sql::kGetRunRemainingSteps, kOperation));
+                          Prepare(sql::kGetRunRemainingSteps, operation));
   get.BindRows(1, rows);
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, get.Step());

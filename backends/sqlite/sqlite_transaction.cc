@@ -223,6 +223,11 @@ absl::StatusOr<std::vector<int>> SqliteTransaction::AddRunRemainingSteps(
   return Guarded([&] { return tables_.AddRunRemainingSteps(deltas); });
 }
 
+absl::StatusOr<std::vector<int>> SqliteTransaction::UpdateRunsAndCounters(
+    std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas) {
+  return Guarded([&] { return tables_.UpdateRunsAndCounters(runs, deltas); });
+}
+
 absl::StatusOr<std::vector<RunRecord>> SqliteTransaction::ListRuns(
     const RunQuery& query, Fields fields) {
   return Guarded([&] { return tables_.ListRuns(query, fields); });

@@ -86,6 +86,9 @@ class SqliteTransaction final : public Transaction,
   absl::Status UpdateRuns(std::span<RunRecord> runs) override;
   absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) override;
+  absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
+      std::span<RunRecord> runs,
+      std::span<const RunCounterDelta> deltas) override;
   absl::StatusOr<std::vector<RunRecord>> ListRuns(const RunQuery& query,
                                                   Fields fields) override;
   absl::StatusOr<std::vector<std::optional<RunRecord>>> FindRunsByKey(

@@ -20,9 +20,12 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
+#include "sluice/internal/strings.h"
 
 namespace sluice::internal {
 
@@ -98,6 +101,28 @@ class CounterBatch {
   std::vector<Slot> slots_;
   std::vector<Delta> deltas_;
 };
+
+// For records written with their counters (UpdateRunsAndCounters,
+// UpdateStepStatesAndCounters): kInvalidArgument, naming `operation`,
+// unless each record has its delta.
+inline absl::Status CheckOneDeltaPerRecord(size_t records, size_t deltas,
+                                           std::string_view operation) {
+  if (records == deltas) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(operation, ": ", records,
+                                           " records but ", deltas,
+                                           " counter deltas; nothing changed"));
+}
+
+// Sets `last[slot]` to `record`, `slot` being the one CounterBatch::Add
+// returned for it: of the records of one row, the last is written.
+inline void KeepLastRecord(std::vector<size_t>& last, size_t slot,
+                           size_t record) {
+  if (slot == last.size()) {
+    last.push_back(record);
+  } else {
+    last[slot] = record;
+  }
+}
 
 }  // namespace sluice::internal
 
