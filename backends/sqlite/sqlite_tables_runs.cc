@@ -22,6 +22,18 @@ std::string StepName(const RunId& run_id, int step_index) {
   return StrCat("step ", step_index, " of run ", run_id.ToString());
 }
 
+// A run's seq and the cells an update writes (kUpdateRuns,
+// kUpdateRunsAndCounters): status, error, finished_at, cancel_requested,
+// output.
+void AddRunUpdate(BoundRows& rows, int64_t seq, const RunRecord& run) {
+  rows.AddInt(seq)
+      .AddText(ToString(run.status))
+      .AddText(run.error)
+      .AddOptionalTime(run.finished_at)
+      .AddInt(run.cancel_requested ? 1 : 0);
+  AddOptionalJson(rows, run.output);
+}
+
 absl::Status CounterOutOfRange(std::string_view counter) {
   return absl::OutOfRangeError(
       StrCat(counter,
@@ -110,14 +122,7 @@ absl::Status SqliteTables::UpdateRuns(std::span<const RunRecord> runs) {
   for (size_t i = 0; i < runs.size(); ++i) last_write[seqs[i]] = i;
   BoundRows rows(6, runs.size());
   for (size_t i = 0; i < runs.size(); ++i) {
-    if (last_write[seqs[i]] != i) continue;
-    const RunRecord& run = runs[i];
-    rows.AddInt(seqs[i])
-        .AddText(ToString(run.status))
-        .AddText(run.error)
-        .AddOptionalTime(run.finished_at)
-        .AddInt(run.cancel_requested ? 1 : 0);
-    AddOptionalJson(rows, run.output);
+    if (last_write[seqs[i]] == i) AddRunUpdate(rows, seqs[i], runs[i]);
   }
   rows.SortByKey(1);
   SLUICE_ASSIGN_OR_RETURN(Statement update,
@@ -172,13 +177,7 @@ absl::StatusOr<std::vector<int>> SqliteTables::UpdateRunsAndCounters(
   }
   BoundRows rows(7, batch.slots());  // key = slot
   for (size_t slot = 0; slot < batch.slots(); ++slot) {
-    const RunRecord& run = runs[last[slot]];
-    rows.AddInt(batch.key(slot))
-        .AddText(ToString(run.status))
-        .AddText(run.error)
-        .AddOptionalTime(run.finished_at)
-        .AddInt(run.cancel_requested ? 1 : 0);
-    AddOptionalJson(rows, run.output);
+    AddRunUpdate(rows, batch.key(slot), runs[last[slot]]);
     rows.AddInt(batch.sum(slot)[0]);
   }
   rows.SortByKey(1);
