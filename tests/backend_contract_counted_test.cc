@@ -65,6 +65,23 @@ TEST_P(BackendContractTest, UpdateRunsAndCounters_UnknownRun_ChangesNothing) {
 }
 
 TEST_P(BackendContractTest,
+       UpdateRunsAndCounters_NotOneDeltaPerRun_IsInvalidArgument) {
+  Committed(
+      [](Transaction& tx) { ASSERT_OK(tx.InsertRuns(Movable({MakeRun(1)}))); });
+  RunRecord completed = MakeRun(1);
+  completed.status = RunStatus::kCompleted;
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    EXPECT_EQ(CodeOf(tx->UpdateRunsAndCounters(
+                  Movable({completed}), {{RunDelta(1, -1), RunDelta(1, -1)}})),
+              absl::StatusCode::kInvalidArgument);
+  }
+  RunRecord stored = *ValueOf(GetRun(*Begin(), RunNo(1)));
+  EXPECT_EQ(stored.status, RunStatus::kStarted);
+  EXPECT_EQ(stored.remaining_steps, 2);
+}
+
+TEST_P(BackendContractTest,
        UpdateStepStatesAndCounters_WritesBothAndReturnsCounters) {
   SeedRun();  // remaining_deps = 1 each, remaining_tasks unset
   Committed([](Transaction& tx) {
@@ -143,6 +160,21 @@ TEST_P(BackendContractTest,
                   Movable({started, MakeStep(1, 5)}),
                   {{StepDelta(1, 0, 1, -1), StepDelta(1, 5, 1, 0)}})),
               absl::StatusCode::kNotFound);
+  }
+  ASSERT_OK_AND_ASSIGN(std::vector<StepStateRecord> steps,
+                       GetSteps(*Begin(), RunNo(1)));
+  EXPECT_EQ(Describe(steps[0]), Describe(MakeStep(1, 0)));
+}
+
+TEST_P(BackendContractTest,
+       UpdateStepStatesAndCounters_NotOneDeltaPerStep_IsInvalidArgument) {
+  SeedRun();
+  StepStateRecord started = MakeStep(1, 0);
+  started.status = StepStatus::kStarted;
+  {
+    std::unique_ptr<Transaction> tx = Begin();
+    EXPECT_EQ(CodeOf(tx->UpdateStepStatesAndCounters(Movable({started}), {})),
+              absl::StatusCode::kInvalidArgument);
   }
   ASSERT_OK_AND_ASSIGN(std::vector<StepStateRecord> steps,
                        GetSteps(*Begin(), RunNo(1)));

@@ -47,6 +47,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sluice/internal/strings.h"
 #include "sluice/native_connection.h"
 #include "sluice/records.h"
 
@@ -178,6 +179,21 @@ inline absl::Status FanOutUnimplemented() {
   return absl::UnimplementedError("this backend does not offer fan-out yet");
 }
 
+namespace internal {
+
+// For records written with their counters (UpdateRunsAndCounters,
+// UpdateStepStatesAndCounters): kInvalidArgument, naming `operation`,
+// unless each record has its delta.
+inline absl::Status CheckOneDeltaPerRecord(size_t records, size_t deltas,
+                                           std::string_view operation) {
+  if (records == deltas) return absl::OkStatus();
+  return absl::InvalidArgumentError(StrCat(operation, ": ", records,
+                                           " records but ", deltas,
+                                           " counter deltas; nothing changed"));
+}
+
+}  // namespace internal
+
 class Transaction {
  public:
   virtual ~Transaction() = default;  // rolls back unless committed
@@ -265,12 +281,18 @@ class Transaction {
   virtual absl::StatusOr<std::vector<int>> AddRunRemainingSteps(
       std::span<const RunCounterDelta> deltas) = 0;
   // (interface v7) UpdateRuns and AddRunRemainingSteps in one call: deltas[i]
-  // names runs[i] (same size; a run named twice gets its last record and
-  // each delta); returns the new remaining_steps in order. A run written with
-  // its counter is one row write where the backend can make it one (Postgres
-  // does); this default makes both calls.
+  // names runs[i] (a run named twice gets its last record and each delta);
+  // returns the new remaining_steps in order. kInvalidArgument, changing
+  // nothing, unless the two are the same size. A run written with its
+  // counter is one row write where the backend can make it one (Postgres and
+  // SQLite do); this default makes both calls.
   virtual absl::StatusOr<std::vector<int>> UpdateRunsAndCounters(
       std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas) {
+    if (absl::Status s = internal::CheckOneDeltaPerRecord(
+            runs.size(), deltas.size(), "UpdateRunsAndCounters");
+        !s.ok()) {
+      return s;
+    }
     if (absl::Status s = UpdateRuns(runs); !s.ok()) return s;
     return AddRunRemainingSteps(deltas);
   }
@@ -312,12 +334,18 @@ class Transaction {
   virtual absl::StatusOr<std::vector<StepCounters>> AddStepCounters(
       std::span<const StepCounterDelta> deltas) = 0;
   // UpdateStepStates and AddStepCounters in one call: deltas[i] names
-  // states[i]'s step (same size; a step named twice gets its last record
-  // and each delta); returns the new counters in order. One row write where the
+  // states[i]'s step (a step named twice gets its last record and each
+  // delta); returns the new counters in order. kInvalidArgument, changing
+  // nothing, unless the two are the same size. One row write where the
   // backend can; this default makes both calls.
   virtual absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
       std::span<StepStateRecord> states,
       std::span<const StepCounterDelta> deltas) {
+    if (absl::Status s = internal::CheckOneDeltaPerRecord(
+            states.size(), deltas.size(), "UpdateStepStatesAndCounters");
+        !s.ok()) {
+      return s;
+    }
     if (absl::Status s = UpdateStepStates(states); !s.ok()) return s;
     return AddStepCounters(deltas);
   }

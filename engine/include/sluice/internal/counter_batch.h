@@ -20,12 +20,9 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
-#include <string_view>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/status/status.h"
-#include "sluice/internal/strings.h"
 
 namespace sluice::internal {
 
@@ -101,17 +98,6 @@ class CounterBatch {
   std::vector<Slot> slots_;
   std::vector<Delta> deltas_;
 };
-
-// For records written with their counters (UpdateRunsAndCounters,
-// UpdateStepStatesAndCounters): kInvalidArgument, naming `operation`,
-// unless each record has its delta.
-inline absl::Status CheckOneDeltaPerRecord(size_t records, size_t deltas,
-                                           std::string_view operation) {
-  if (records == deltas) return absl::OkStatus();
-  return absl::InvalidArgumentError(StrCat(operation, ": ", records,
-                                           " records but ", deltas,
-                                           " counter deltas; nothing changed"));
-}
 
 // Sets `last[slot]` to `record`, `slot` being the one CounterBatch::Add
 // returned for it: of the records of one row, the last is written.
