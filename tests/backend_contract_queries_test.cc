@@ -103,6 +103,37 @@ TEST_P(QueryContractTest, ListRuns_ByFinishedAt_ListsOnlyEndedRuns) {
   EXPECT_THAT(List(oldest), ElementsAre(RunNo(1), RunNo(4)));
 }
 
+// Retention's query: one flow and one outcome by finish time, which SQLite
+// answers from an index of its own (decision 0073).
+TEST_P(QueryContractTest,
+       ListRuns_OneFlowAndStatusByFinishedAt_ListsThoseRuns) {
+  auto of_flow = [](RunRecord run, std::string flow) {
+    run.flow_slug = std::move(flow);
+    return run;
+  };
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.InsertRuns(Movable(
+        {EndedAt(1, At(1), At(20), RunStatus::kFailed),
+         EndedAt(2, At(2), At(40)),
+         EndedAt(5, At(3), At(20), RunStatus::kFailed),
+         of_flow(EndedAt(3, At(4), At(50), RunStatus::kFailed), "other"),
+         EndedAt(4, At(5), At(10), RunStatus::kFailed), StartedAt(6, At(6))})));
+  });
+  RunQuery query = Newest();
+  query.order_by = RunQuery::OrderBy::kFinishedAt;
+  query.flow_slugs = {"greet"};
+  query.statuses = {RunStatus::kFailed};
+  EXPECT_THAT(List(query), ElementsAre(RunNo(5), RunNo(1), RunNo(4)));
+  query.after = RunQuery::Position{At(20), RunNo(5)};
+  EXPECT_THAT(List(query), ElementsAre(RunNo(1), RunNo(4)));
+  query.after.reset();
+  query.newest_first = false;
+  query.limit = 2;
+  EXPECT_THAT(List(query), ElementsAre(RunNo(4), RunNo(1)));
+  query.statuses = {RunStatus::kCancelled};
+  EXPECT_THAT(List(query), IsEmpty());
+}
+
 TEST_P(QueryContractTest, ListRuns_FromAndTo_BoundTheTimeHalfOpen) {
   Committed([](Transaction& tx) {
     for (int i = 1; i <= 9; ++i) {

@@ -488,6 +488,22 @@ TEST_F(SqliteBackendTest, Open_Version5File_DropsTheUnfinishedTasksIndex) {
   EXPECT_EQ(Layout(path()), Layout(fresh));
 }
 
+TEST_F(SqliteBackendTest, Open_Version7File_IndexesEndedRunsByFlowAndStatus) {
+  const std::string fresh = path() + ".fresh";
+  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+  // A version 7 file: today's layout without the index version 8 added.
+  ASSERT_TRUE(SqliteBackend::Open(path()).ok());
+  RawDatabase(path()).Exec(
+      "DROP INDEX runs_finished_by_flow_status; PRAGMA user_version = 7");
+
+  ASSERT_NE(Open(), nullptr);
+
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
+  EXPECT_EQ(Layout(path()), Layout(fresh));
+}
+
 TEST_F(SqliteBackendTest, Open_Version3FileThatCannotUpgrade_ChangesNothing) {
   WriteVersion3File(path());
   // A table in the way of the upgrade.

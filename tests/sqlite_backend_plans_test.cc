@@ -201,6 +201,9 @@ std::vector<PlannedStatement> ListRunsStatements() {
   finished.order_by = RunQuery::OrderBy::kFinishedAt;
   RunQuery finished_of_flow = RunQuery::OfFlow("greet", 10);
   finished_of_flow.order_by = RunQuery::OrderBy::kFinishedAt;
+  RunQuery newest_ended = finished_of_flow;  // retention's
+  newest_ended.statuses = {RunStatus::kFailed};
+  newest_ended.limit = 1;
   RunQuery one_status = all_flows;  // the dashboard's status filter
   one_status.statuses = {RunStatus::kFailed};
   one_status.after = RunQuery::Position{kT0, RunId(1, 2)};
@@ -230,6 +233,12 @@ std::vector<PlannedStatement> ListRunsStatements() {
       {"ListRunsFinishedOfFlow",
        ListRunsText(finished_of_flow, Fields::kAll),
        {"USING INDEX runs_finished"},
+       {},
+       /*sorts_ties=*/true},
+      {"ListRunsFinishedOfFlowAndStatus",
+       ListRunsText(newest_ended, Fields::kNoPayloads),
+       {"USING INDEX runs_finished_by_flow_status (flow_slug=? AND "
+        "status=? AND finished_at"},
        {},
        /*sorts_ties=*/true},
   };

@@ -66,14 +66,14 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
                           "child_links", "child_reports", "dedupe", "flows",
                           "messages", "outbox", "queues", "runs", "schedules",
                           "step_states", "tasks", "workers"));
-  EXPECT_THAT(
-      raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
-               "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
-      ElementsAre("child_links_by_status", "child_links_pending",
-                  "child_links_uncascaded", "dedupe_expiring", "messages_claim",
-                  "messages_visible", "outbox_by_created", "runs_by_flow",
-                  "runs_by_key", "runs_by_start", "runs_by_status",
-                  "runs_finished", "tasks_stalled"));
+  EXPECT_THAT(raw.Rows("SELECT name FROM sqlite_schema WHERE type = 'index' "
+                       "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
+              ElementsAre("child_links_by_status", "child_links_pending",
+                          "child_links_uncascaded", "dedupe_expiring",
+                          "messages_claim", "messages_visible",
+                          "outbox_by_created", "runs_by_flow", "runs_by_key",
+                          "runs_by_start", "runs_by_status", "runs_finished",
+                          "runs_finished_by_flow_status", "tasks_stalled"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {

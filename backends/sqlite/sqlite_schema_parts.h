@@ -7,7 +7,8 @@
 // outbox of a child's terminal transitions, in the child's store); tasks
 // may be 'waiting' (parked) (see docs/decisions/0036-fan-out-storage.md).
 // Version 5 added runs_by_status; version 6 dropped tasks_unfinished
-// (docs/decisions/0062-no-unfinished-tasks-index.md).
+// (docs/decisions/0062-no-unfinished-tasks-index.md); version 8 added
+// runs_finished_by_flow_status (docs/decisions/0073).
 //
 // Schema version 3: version 2 (version 1 plus jobs: priorities and FIFO
 // sequence numbers on messages, external keys, metadata and options on runs,
@@ -46,8 +47,11 @@
 //                           run_id): ListRuns pages by (time, run id)
 //   runs of one status      runs_by_status (status, started_at, run_id)
 //   finished runs           runs_finished (partial: finished_at set), by
-//                           (finished_at, seq): retention takes ties in
-//                           insertion order; listing sorts ties by run id
+//                           (finished_at, seq): listing sorts ties by run id
+//   finished runs of one    runs_finished_by_flow_status (partial, like
+//   flow and outcome        runs_finished): retention's newest ended run of
+//                           each outcome, which a walk of runs_finished
+//                           looked for past every run of the others
 //   runs by external key    runs_by_key (partial: key set), also what makes
 //                           (flow_slug, external_key) unique
 //   a run by id             runs UNIQUE (run_id), once per transaction: the
@@ -210,6 +214,9 @@ CREATE INDEX runs_by_start ON runs (started_at, run_id);
 CREATE INDEX runs_by_status ON runs (status, started_at, run_id);
 CREATE INDEX runs_finished ON runs (finished_at)
   WHERE finished_at IS NOT NULL;
+-- Retention's ended runs of one flow and outcome (decision 0073).
+CREATE INDEX runs_finished_by_flow_status
+  ON runs (flow_slug, status, finished_at) WHERE finished_at IS NOT NULL;
 CREATE UNIQUE INDEX runs_by_key ON runs (flow_slug, external_key)
   WHERE external_key <> '';
 )sql"};

@@ -97,6 +97,14 @@ constexpr char kIndexesV6[] = R"sql(
 DROP INDEX IF EXISTS tasks_unfinished;
 )sql";
 
+// Version 8 (docs/decisions/0073): retention's newest ended run of one
+// flow and outcome is found by key, not by walking every ended run. Upgrades
+// from versions 1 and 2 rebuild `runs` with today's indexes, so it may exist.
+constexpr char kIndexesV8[] = R"sql(
+CREATE INDEX IF NOT EXISTS runs_finished_by_flow_status
+  ON runs (flow_slug, status, finished_at) WHERE finished_at IS NOT NULL;
+)sql";
+
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
   return ExecuteSchemaSql(db, sql, what);
 }
@@ -172,7 +180,7 @@ absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
   // Version 6 to 7 changes no table: a one-step run stores no step state
   // while its run's row says it (decision 0069), which a build of version
   // 6 would take for a missing state, so the version fences it out.
-  return absl::OkStatus();
+  return Execute(db, kIndexesV8, "upgrade schema version 7 to 8");
 }
 
 }  // namespace sluice::sqlite_internal

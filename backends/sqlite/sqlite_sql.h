@@ -161,14 +161,21 @@ inline constexpr std::string_view kGetRunRemainingSteps =
     "CROSS JOIN runs AS r ON r.seq = j.c0";
 // ListRuns' statement for the shape of `query` (which filters are set, not
 // their values, which are bound): a walk of runs_by_flow (one flow, by
-// start), runs_by_start or runs_finished in the query's order, which is
-// each index's own (runs_finished's ties, held in insertion order, are
-// sorted by run id as they come). Parameters: ?1 the flow (one) or rows (flow
-// slug) (more than one); ?2 rows (status name); ?3 from; ?4 to; ?5 and ?6 the
+// start), runs_by_status (one status across flows, by start),
+// runs_by_start, runs_finished_by_flow_status (one flow and one status, by
+// finish) or runs_finished in the query's order, which is each index's own
+// (the finish indexes' ties, held in insertion order, are sorted by run id
+// as they come). Parameters: ?1 the flow (one) or rows (flow slug) (more
+// than one); ?2 the status (ListsOneStatusByIndex) or rows (status name);
+// ?3 from; ?4 to; ?5 and ?6 the
 // `after` position's time and run id. No LIMIT: the caller steps until it has
 // `limit` runs that also match the metadata filter. Defined in
 // sqlite_tables_listing.cc.
 std::string ListRunsSql(const RunQuery& query, Fields fields);
+// Whether ListRunsSql's statement for `query` takes its one status as ?2
+// (text) rather than as rows: where an index holds that status's runs in
+// the query's order.
+bool ListsOneStatusByIndex(const RunQuery& query);
 // ?1 is the flow; rows: (external key). `external_key <> ''` repeats
 // runs_by_key's WHERE clause, which lets SQLite use that partial index.
 inline constexpr char kRunsByKey[] =

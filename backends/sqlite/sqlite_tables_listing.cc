@@ -14,23 +14,31 @@
 
 namespace sluice::sqlite_internal {
 
+bool sql::ListsOneStatusByIndex(const RunQuery& query) {
+  if (query.statuses.size() != 1) return false;
+  // By start across flows, runs_by_status holds exactly that order after
+  // the status; by finish within one flow, runs_finished_by_flow_status
+  // does. A rare status is then not found by walking every newer run.
+  return query.order_by == RunQuery::OrderBy::kFinishedAt
+             ? query.flow_slugs.size() == 1
+             : query.flow_slugs.empty();
+}
+
 std::string sql::ListRunsSql(const RunQuery& query, Fields fields) {
   const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
   const bool one_flow = query.flow_slugs.size() == 1;
-  // One status across flows, by start: runs_by_status holds exactly that
-  // order after the status, so a rare status is not found by walking
-  // every newer run.
-  const bool one_status = !by_finish && !one_flow && query.flow_slugs.empty() &&
-                          query.statuses.size() == 1;
+  const bool one_status = ListsOneStatusByIndex(query);
   const std::string_view column = by_finish ? "finished_at" : "started_at";
-  // runs_by_flow and runs_by_start hold (time, run_id) after their
-  // equality columns, so the query's order is the index's own, forwards or
-  // backwards. runs_finished holds (finished_at, seq), the order retention
-  // needs; SQLite sorts each group of equal times by run id as it walks.
-  const std::string_view index = by_finish    ? "runs_finished"
-                                 : one_flow   ? "runs_by_flow"
-                                 : one_status ? "runs_by_status"
-                                              : "runs_by_start";
+  // The start indexes hold (time, run_id) after their equality columns, so
+  // the query's order is the index's own, forwards or backwards. The finish
+  // indexes hold (finished_at, seq), the order retention needs; SQLite sorts
+  // each group of equal times by run id as it walks.
+  const std::string_view index =
+      by_finish
+          ? (one_status ? "runs_finished_by_flow_status" : "runs_finished")
+      : one_flow   ? "runs_by_flow"
+      : one_status ? "runs_by_status"
+                   : "runs_by_start";
   std::vector<std::string> conditions;
   // Repeats runs_finished's WHERE clause, which lets SQLite use it.
   if (by_finish) conditions.emplace_back("finished_at IS NOT NULL");
@@ -82,10 +90,7 @@ absl::StatusOr<std::vector<RunRecord>> SqliteTables::ListRuns(
     }
     list.BindRows(1, flows);
   }
-  const bool one_status = query.order_by == RunQuery::OrderBy::kStartedAt &&
-                          query.flow_slugs.empty() &&
-                          query.statuses.size() == 1;
-  if (one_status) {
+  if (sql::ListsOneStatusByIndex(query)) {
     list.BindText(2, ToString(query.statuses[0]));
   } else if (!query.statuses.empty()) {
     for (RunStatus status : query.statuses) statuses.AddText(ToString(status));
