@@ -276,8 +276,8 @@ void RunTable::IndexFinished(RunEntry& entry) {
   const RunRecord& run = entry.run;
   if (IsFinished(run)) {
     finished_.try_emplace({*run.finished_at, entry.sequence}, &entry);
-    by_flow_[run.flow_slug].finished.try_emplace({*run.finished_at, run.run_id},
-                                                 &entry);
+    by_flow_[run.flow_slug].finished[FinishedSlot(run.status)].try_emplace(
+        {*run.finished_at, run.run_id}, &entry);
   }
 }
 
@@ -287,7 +287,8 @@ void RunTable::UnindexFinished(const RunEntry& entry) {
     finished_.erase({*run.finished_at, entry.sequence});
     // The flow's entry stays while it lists the run as started.
     by_flow_.find(run.flow_slug)
-        ->second.finished.erase({*run.finished_at, run.run_id});
+        ->second.finished[FinishedSlot(run.status)]
+        .erase({*run.finished_at, run.run_id});
   }
 }
 

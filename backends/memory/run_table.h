@@ -4,6 +4,7 @@
 #define SLUICE_BACKENDS_MEMORY_RUN_TABLE_H_
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -144,11 +145,21 @@ class RunTable {
   // (started_at or finished_at, run id): the listing order, oldest first.
   using TimeKey = std::pair<absl::Time, RunId>;
   using TimeIndex = absl::btree_map<TimeKey, const RunEntry*>;
-  // A flow's runs by start, and its ended runs by finish.
+  // A flow's runs by start, and its ended runs by finish, one index per
+  // outcome (FinishedSlot): retention's newest run of an outcome the flow
+  // never had is then found at once, not after every other ended run.
   struct FlowIndexes {
     TimeIndex started;
-    TimeIndex finished;
+    std::array<TimeIndex, 3> finished;
   };
+  static_assert(static_cast<int>(RunStatus::kCancelled) -
+                    static_cast<int>(RunStatus::kCompleted) ==
+                2);
+  // The `finished` index of an ended run's status.
+  static size_t FinishedSlot(RunStatus status) {
+    return static_cast<size_t>(status) -
+           static_cast<size_t>(RunStatus::kCompleted);
+  }
   // (finished_at, sequence) of an ended run.
   using FinishedKey = std::pair<absl::Time, uint64_t>;
   // External key -> run, per flow.

@@ -59,9 +59,19 @@ std::vector<RunRecord> RunTable::ListRuns(const RunQuery& query,
   const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
   // The indexes to walk: every flow's, or those of the flows asked for.
   std::vector<const TimeIndex*> indexes;
-  auto add = [&](const FlowIndexes& flow) {
-    const TimeIndex& index = by_finish ? flow.finished : flow.started;
+  auto add_index = [&](const TimeIndex& index) {
     if (!index.empty()) indexes.push_back(&index);
+  };
+  auto add = [&](const FlowIndexes& flow) {
+    if (!by_finish) return add_index(flow.started);
+    for (RunStatus status :
+         {RunStatus::kCompleted, RunStatus::kFailed, RunStatus::kCancelled}) {
+      if (query.statuses.empty() ||
+          std::find(query.statuses.begin(), query.statuses.end(), status) !=
+              query.statuses.end()) {
+        add_index(flow.finished[FinishedSlot(status)]);
+      }
+    }
   };
   if (query.flow_slugs.empty()) {
     for (const auto& [slug, flow] : by_flow_) add(flow);
