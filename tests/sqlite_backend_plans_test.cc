@@ -157,10 +157,11 @@ std::vector<PlannedStatement> QueueAndOtherStatements() {
       {"TakeStaleReports", sql::kTakeStaleReports, {"outbox_by_created"}},
       {"ReserveMessageIds", sql::kReserveMessageIds, {"PRIMARY KEY"}},
       {"InsertMessages", sql::kInsertMessages, {kBatch}},
-      {"ReadMessages", sql::kReadMessages.all, {kClaimOrder, kMessage}},
-      {"ReadMessagesNoPayloads",
-       sql::kReadMessages.no_payloads,
-       {kClaimOrder, kMessage}},
+      {"ChooseMessages", sql::kChooseMessages.all, {kClaimOrder}},
+      {"ChooseMessagesNoPayloads",
+       sql::kChooseMessages.no_payloads,
+       {kClaimOrder}},
+      {"HideMessages", sql::kHideMessages, {kMessage}},
       {"SetVisibility", sql::kSetVisibility, {kMessage}},
       {"SetVisibilityToTail", sql::kSetVisibilityToTail, {kMessage}},
       {"ReserveSeqs", sql::kReserveSeqs, {"PRIMARY KEY"}},
@@ -451,7 +452,7 @@ int64_t ClaimSteps(const std::string& path, int queued, int limit) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   EXPECT_EQ(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
-  const std::string_view sql = sqlite_internal::sql::kReadMessages.all;
+  const std::string_view sql = sqlite_internal::sql::kChooseMessages.all;
   sqlite3_stmt* read = nullptr;
   EXPECT_EQ(sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()),
                                &read, nullptr),
@@ -459,8 +460,7 @@ int64_t ClaimSteps(const std::string& path, int queued, int limit) {
       << sqlite3_errmsg(db);
   sqlite3_bind_text(read, 1, "q", -1, SQLITE_STATIC);
   sqlite3_bind_int64(read, 2, absl::ToUnixMicros(kT0));
-  sqlite3_bind_int64(read, 3, absl::ToUnixMicros(kT0 + absl::Minutes(1)));
-  sqlite3_bind_int(read, 4, limit);
+  sqlite3_bind_int(read, 3, limit);
   int rows = 0;
   while (sqlite3_step(read) == SQLITE_ROW) ++rows;
   EXPECT_EQ(rows, limit);

@@ -70,30 +70,33 @@ absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
   std::vector<MessageRecord> messages;
   if (registered.paused) return messages;
   if (limit <= 0) return messages;  // SQLite reads a negative LIMIT as "all"
-  SLUICE_ASSIGN_OR_RETURN(
-      Statement read, Prepare(sql::kReadMessages.For(fields), "ReadMessages"));
-  read.BindText(1, queue);
-  read.BindTime(2, now);
-  read.BindTime(3, visible_until);
-  read.BindInt(4, limit);
-  std::vector<std::pair<int64_t, MessageRecord>> read_rows;  // (seq, message)
-  while (true) {
-    SLUICE_ASSIGN_OR_RETURN(bool row, read.Step());
-    if (!row) break;
-    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
-                            ReadMessage(read, fields, /*first=*/1));
-    read_rows.emplace_back(read.Int(0), std::move(message));
+  {
+    SLUICE_ASSIGN_OR_RETURN(
+        Statement choose,
+        Prepare(sql::kChooseMessages.For(fields), "ReadMessages"));
+    choose.BindText(1, queue);
+    choose.BindTime(2, now);
+    choose.BindInt(3, limit);
+    while (true) {
+      SLUICE_ASSIGN_OR_RETURN(bool row, choose.Step());
+      if (!row) break;
+      SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
+                              ReadMessage(choose, fields));
+      // As kHideMessages leaves it.
+      ++message.read_count;
+      message.visible_at = visible_until;
+      messages.push_back(std::move(message));
+    }
   }
-  // RETURNING promises no order: put them back in claim order.
-  std::sort(read_rows.begin(), read_rows.end(),
-            [](const auto& a, const auto& b) {
-              if (a.second.priority != b.second.priority) {
-                return a.second.priority > b.second.priority;
-              }
-              return a.first < b.first;
-            });
-  messages.reserve(read_rows.size());
-  for (auto& [seq, message] : read_rows) messages.push_back(std::move(message));
+  if (messages.empty()) return messages;
+  BoundRows ids(1, messages.size());
+  for (const MessageRecord& message : messages) ids.AddInt(message.message_id);
+  SLUICE_ASSIGN_OR_RETURN(Statement hide,
+                          Prepare(sql::kHideMessages, "ReadMessages"));
+  hide.BindText(1, queue);
+  hide.BindTime(2, visible_until);
+  hide.BindRows(3, ids);
+  SLUICE_RETURN_IF_ERROR(hide.Run());
   return messages;
 }
 
