@@ -132,6 +132,15 @@ TEST_P(QueryContractTest,
   EXPECT_THAT(List(query), ElementsAre(RunNo(4), RunNo(1)));
   query.statuses = {RunStatus::kCancelled};
   EXPECT_THAT(List(query), IsEmpty());
+  // Several outcomes merge in finish order (the memory backend keeps an
+  // index per outcome).
+  query.statuses = {RunStatus::kCompleted, RunStatus::kFailed};
+  query.limit = 50;
+  EXPECT_THAT(List(query), ElementsAre(RunNo(4), RunNo(1), RunNo(5), RunNo(2)));
+  query.flow_slugs.clear();
+  query.newest_first = true;
+  EXPECT_THAT(List(query),
+              ElementsAre(RunNo(3), RunNo(2), RunNo(5), RunNo(1), RunNo(4)));
 }
 
 TEST_P(QueryContractTest, ListRuns_FromAndTo_BoundTheTimeHalfOpen) {
