@@ -555,7 +555,8 @@ TEST_P(ChildrenContractTest, WaitingTasks_UnfinishedAndParked_NeverStalled) {
       std::vector<TaskRecord> stalled,
       tx->FindStalledTasks(StalledBefore(At(1000), 10), Fields::kAll));
   EXPECT_THAT(stalled, IsEmpty());
-  ASSERT_OK_AND_ASSIGN(QueueCounts counts, tx->CountTasks("greet", At(1)));
+  ASSERT_OK_AND_ASSIGN(QueueCounts counts,
+                       tx->CountTasks("greet", At(1), TaskCounts::kAll));
   EXPECT_EQ(counts.parked, 3);
   EXPECT_EQ(counts.waiting + counts.delayed + counts.active, 0);
 }

@@ -23,7 +23,10 @@ using ::sluice::contract::Describe;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-class ClaimContractTest : public BackendContractV4Test {};
+class ClaimContractTest : public BackendContractV4Test {
+ protected:
+  void SeedCountedTasks();
+};
 SLUICE_BACKEND_CONTRACT_SUITE(ClaimContractTest);
 
 OutgoingMessage WithPriority(int n, int priority, absl::Time visible_at = kT0) {
@@ -221,7 +224,10 @@ TEST_P(ClaimContractTest, NextVisibleAt_UnknownQueue_FailsWithNotFound) {
 
 // --- Task counts -------------------------------------------------------------
 
-TEST_P(ClaimContractTest, CountTasks_CountsTheQueuesTasksByStateAtNow) {
+// Queue "greet": tasks queued visible at 2 and at 10, one started (its
+// message hidden until 30), and one of each ended status (their messages
+// still live). Queue "other": one task queued at kT0. Queue "empty".
+void ClaimContractTest::SeedCountedTasks() {
   SeedRun();
   CreateQueue("other");
   CreateQueue("empty");
@@ -238,43 +244,65 @@ TEST_P(ClaimContractTest, CountTasks_CountsTheQueuesTasksByStateAtNow) {
   Committed([&](Transaction& tx) {
     ASSERT_OK(tx.InsertTasks(Movable(
         {MakeTask(1, 0, 0, ids[0]), MakeTask(1, 0, 1, ids[1]),
-         // Started: its message is hidden until its lease ends.
          Started(MakeTask(1, 0, 2, ids[2]), kT0, At(30)),
          ended(3, TaskStatus::kCompleted), ended(4, TaskStatus::kFailed),
          ended(5, TaskStatus::kCancelled), ended(6, TaskStatus::kSkipped),
          MakeTask(1, 1, 0, other[0], "other")})));
   });
+}
+
+TEST_P(ClaimContractTest, CountTasks_CountsTheQueuesTasksByStateAtNow) {
+  SeedCountedTasks();
   std::unique_ptr<Transaction> tx = Begin();
+  auto count = [&](std::string_view queue, absl::Time now) {
+    return Describe(ValueOf(tx->CountTasks(queue, now, TaskCounts::kAll)));
+  };
   // At 1 only the ended tasks' and the started task's messages are visible.
-  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("greet", At(1)))),
-            Describe({.delayed = 2,
-                      .active = 1,
-                      .completed = 1,
-                      .failed = 1,
-                      .cancelled = 1,
-                      .skipped = 1}));
-  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("greet", At(3)))),
-            Describe({.waiting = 1,
-                      .delayed = 1,
-                      .active = 1,
-                      .completed = 1,
-                      .failed = 1,
-                      .cancelled = 1,
-                      .skipped = 1,
-                      .oldest_waiting_since = At(2)}));
+  EXPECT_EQ(count("greet", At(1)), Describe({.delayed = 2,
+                                             .active = 1,
+                                             .completed = 1,
+                                             .failed = 1,
+                                             .cancelled = 1,
+                                             .skipped = 1}));
+  EXPECT_EQ(count("greet", At(3)), Describe({.waiting = 1,
+                                             .delayed = 1,
+                                             .active = 1,
+                                             .completed = 1,
+                                             .failed = 1,
+                                             .cancelled = 1,
+                                             .skipped = 1,
+                                             .oldest_waiting_since = At(2)}));
   // The oldest waiting task is the one visible first, not the last to wait.
-  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("greet", At(10)))),
-            Describe({.waiting = 2,
-                      .active = 1,
-                      .completed = 1,
-                      .failed = 1,
-                      .cancelled = 1,
-                      .skipped = 1,
-                      .oldest_waiting_since = At(2)}));
-  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("other", At(1)))),
+  EXPECT_EQ(count("greet", At(10)), Describe({.waiting = 2,
+                                              .active = 1,
+                                              .completed = 1,
+                                              .failed = 1,
+                                              .cancelled = 1,
+                                              .skipped = 1,
+                                              .oldest_waiting_since = At(2)}));
+  EXPECT_EQ(count("other", At(1)),
             Describe({.waiting = 1, .oldest_waiting_since = kT0}));
-  EXPECT_EQ(Describe(ValueOf(tx->CountTasks("empty", At(1)))),
-            Describe(QueueCounts{}));
+  EXPECT_EQ(count("empty", At(1)), Describe(QueueCounts{}));
+}
+
+TEST_P(ClaimContractTest, CountTasks_InFlight_CountsOnlyQueuedAndStarted) {
+  SeedCountedTasks();
+  std::unique_ptr<Transaction> tx = Begin();
+  auto count = [&](std::string_view queue, absl::Time now) {
+    return Describe(ValueOf(tx->CountTasks(queue, now, TaskCounts::kInFlight)));
+  };
+  EXPECT_EQ(count("greet", At(1)), Describe({.delayed = 2, .active = 1}));
+  EXPECT_EQ(count("greet", At(3)), Describe({.waiting = 1,
+                                             .delayed = 1,
+                                             .active = 1,
+                                             .oldest_waiting_since = At(2)}));
+  EXPECT_EQ(
+      count("greet", At(10)),
+      Describe({.waiting = 2, .active = 1, .oldest_waiting_since = At(2)}));
+  EXPECT_EQ(count("other", At(1)),
+            Describe({.waiting = 1, .oldest_waiting_since = kT0}));
+  EXPECT_EQ(count("empty", At(1)), Describe(QueueCounts{}));
+  EXPECT_EQ(count("no_such_queue", At(1)), Describe(QueueCounts{}));
 }
 
 }  // namespace

@@ -65,7 +65,9 @@ void BackendContractV4Test::SetUp() {
              return tx.FindRunsByKey("f", no_keys, Fields::kAll).status();
            }},
           {"CountTasks",
-           [](Transaction& tx) { return tx.CountTasks("q", kT0).status(); }},
+           [](Transaction& tx) {
+             return tx.CountTasks("q", kT0, TaskCounts::kAll).status();
+           }},
           {"AppendAttempts",
            [](Transaction& tx) { return tx.AppendAttempts({}); }},
           {"ListAttempts",

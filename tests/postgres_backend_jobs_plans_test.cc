@@ -130,6 +130,36 @@ TEST_F(PostgresJobsTest,
   }
 }
 
+// The metrics' count, with stale statistics and fresh ones: it starts from
+// the queue's ten live messages and looks each one's task up by message, so
+// the queue's 20,000 ended tasks are never read.
+TEST_F(PostgresJobsTest, CountInFlight_LooksUpTheTasksOfLiveMessages) {
+  CreateQueue("plans");
+  Execute("ANALYZE");
+  Execute(
+      "INSERT INTO sluice.tasks (run_id, step_index, task_index, flow_slug, "
+      "status, attempts, error, queue_name, message_id, queued_at, "
+      "requeued_count, worker_id, input) SELECT gen_random_uuid(), 0, 0, 'f', "
+      "CASE WHEN i <= 20000 THEN 'completed' ELSE 'queued' END, 1, '', "
+      "'plans', i, now(), 0, '', '{}' FROM generate_series(1, 20010) AS i; "
+      "SELECT setval(pg_get_serial_sequence('pgmq.q_plans', 'msg_id'), "
+      "20000); "
+      "INSERT INTO pgmq.q_plans (vt, message) SELECT now(), '{}' "
+      "FROM generate_series(1, 10)");
+  absl::StatusOr<Session> session = Session::Open(db_->url());
+  ASSERT_TRUE(session.ok()) << session.status();
+  const postgres_internal::QueueSql queue("plans");
+  for (bool analyzed : {false, true}) {
+    if (analyzed) Execute("ANALYZE");
+    SCOPED_TRACE(analyzed ? "fresh statistics" : "stale statistics");
+    const std::string plan = PlanText(*session, queue.count_in_flight,
+                                      {"plans", "2100-01-01 00:00:00+00"});
+    EXPECT_THAT(plan, HasSubstr("using tasks_by_message")) << plan;
+    EXPECT_THAT(plan, HasSubstr("message_id = m.msg_id")) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on tasks"))) << plan;
+  }
+}
+
 // The dashboard's run pages behind many newer runs of another status: one
 // status (the failed-runs page), several, or every status (no index holds
 // every run by start, decision 0068), newest or oldest first. Even a generic

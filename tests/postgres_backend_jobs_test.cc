@@ -310,7 +310,8 @@ TEST_F(PostgresJobsTest, CountTasks_SplitsQueuedByVisibility) {
                 return tx.InsertTasks(std::span(tasks));
               }).ok());
   std::unique_ptr<Transaction> tx = Begin();
-  QueueCounts counts = ValueOf(tx->CountTasks("jobs_q", kJobsT0));
+  QueueCounts counts =
+      ValueOf(tx->CountTasks("jobs_q", kJobsT0, TaskCounts::kAll));
   EXPECT_EQ(counts.waiting, 2);
   EXPECT_EQ(counts.delayed, 1);
   EXPECT_EQ(counts.active, 1);
@@ -318,10 +319,10 @@ TEST_F(PostgresJobsTest, CountTasks_SplitsQueuedByVisibility) {
   EXPECT_EQ(counts.failed, 1);
   EXPECT_EQ(counts.cancelled, 1);
   EXPECT_EQ(counts.skipped, 0);
-  counts = ValueOf(tx->CountTasks("jobs_q", At(60)));
+  counts = ValueOf(tx->CountTasks("jobs_q", At(60), TaskCounts::kAll));
   EXPECT_EQ(counts.waiting, 3);
   EXPECT_EQ(counts.delayed, 0);
-  counts = ValueOf(tx->CountTasks("no_such_q", kJobsT0));
+  counts = ValueOf(tx->CountTasks("no_such_q", kJobsT0, TaskCounts::kAll));
   EXPECT_EQ(counts.waiting + counts.delayed + counts.active, 0);
 }
 

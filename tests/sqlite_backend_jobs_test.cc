@@ -319,7 +319,7 @@ TEST_F(SqliteJobsTest, CountTasks_QueuedSplitByVisibility) {
   tasks[4].status = TaskStatus::kFailed;
   ASSERT_TRUE(txn->InsertTasks(tasks).ok());
 
-  QueueCounts counts = ValueOf(txn->CountTasks("q", kT0));
+  QueueCounts counts = ValueOf(txn->CountTasks("q", kT0, TaskCounts::kAll));
   EXPECT_EQ(counts.waiting, 1);
   EXPECT_EQ(counts.delayed, 1);
   EXPECT_EQ(counts.active, 1);
@@ -327,8 +327,12 @@ TEST_F(SqliteJobsTest, CountTasks_QueuedSplitByVisibility) {
   EXPECT_EQ(counts.failed, 1);
   EXPECT_EQ(counts.cancelled, 0);
   EXPECT_EQ(counts.skipped, 0);
-  EXPECT_EQ(ValueOf(txn->CountTasks("q", kT0 + absl::Minutes(5))).waiting, 2);
-  EXPECT_EQ(ValueOf(txn->CountTasks("empty", kT0)).waiting, 0);
+  EXPECT_EQ(
+      ValueOf(txn->CountTasks("q", kT0 + absl::Minutes(5), TaskCounts::kAll))
+          .waiting,
+      2);
+  EXPECT_EQ(ValueOf(txn->CountTasks("empty", kT0, TaskCounts::kAll)).waiting,
+            0);
 }
 
 // --- The attempts ledger -----------------------------------------------------

@@ -177,8 +177,8 @@ TEST_F(SqliteBackendTest, Open_Version1File_KeepsEveryRecord) {
   ASSERT_TRUE(alias.has_value());
   EXPECT_EQ(alias->active_slug, "greet");
 
-  QueueCounts counts =
-      ValueOf(txn->CountTasks("greet", kT0 + absl::Seconds(1)));
+  QueueCounts counts = ValueOf(
+      txn->CountTasks("greet", kT0 + absl::Seconds(1), TaskCounts::kAll));
   EXPECT_EQ(counts.waiting, 1);
   EXPECT_EQ(counts.delayed, 1);
   EXPECT_EQ(counts.completed, 1);
@@ -412,7 +412,7 @@ void ExpectFanOutWorks(Transaction& txn) {
   EXPECT_TRUE(std::any_of(
       unfinished.begin(), unfinished.end(),
       [](const TaskRecord& t) { return t.status == TaskStatus::kWaiting; }));
-  EXPECT_EQ(ValueOf(txn.CountTasks("greet", kT0)).parked, 1);
+  EXPECT_EQ(ValueOf(txn.CountTasks("greet", kT0, TaskCounts::kAll)).parked, 1);
   ChildLinkRecord link{.parent = park.task.key,
                        .child_index = 0,
                        .child_run_id = kRun2,

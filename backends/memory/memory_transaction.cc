@@ -290,47 +290,84 @@ absl::StatusOr<std::vector<TaskRecord>> MemoryTransaction::FindStalledTasks(
   });
 }
 
+namespace {
+
+// Counts a queued task whose message becomes visible at `visible_at`
+// (unset: it has no live message).
+void CountQueued(std::optional<absl::Time> visible_at, absl::Time now,
+                 QueueCounts& counts) {
+  if (visible_at.has_value() && *visible_at > now) {
+    ++counts.delayed;
+    return;
+  }
+  ++counts.waiting;
+  if (visible_at.has_value() && (!counts.oldest_waiting_since ||
+                                 *visible_at < *counts.oldest_waiting_since)) {
+    counts.oldest_waiting_since = visible_at;
+  }
+}
+
+// TaskCounts::kAll: every task of the queue.
+QueueCounts CountAll(const TaskTable& tasks, const MessageQueue* messages,
+                     std::string_view queue, absl::Time now) {
+  QueueCounts counts;
+  tasks.ForEachTaskOfQueue(queue, [&](const TaskRecord& task) {
+    switch (task.status) {
+      case TaskStatus::kQueued:
+        CountQueued(messages == nullptr
+                        ? std::nullopt
+                        : messages->VisibleAtOf(task.message_id),
+                    now, counts);
+        break;
+      case TaskStatus::kStarted:
+        ++counts.active;
+        break;
+      case TaskStatus::kCompleted:
+        ++counts.completed;
+        break;
+      case TaskStatus::kFailed:
+        ++counts.failed;
+        break;
+      case TaskStatus::kSkipped:
+        ++counts.skipped;
+        break;
+      case TaskStatus::kWaiting:
+        ++counts.parked;
+        break;
+      case TaskStatus::kCancelled:
+        ++counts.cancelled;
+        break;
+    }
+  });
+  return counts;
+}
+
+// TaskCounts::kInFlight: the tasks of the queue's live messages.
+QueueCounts CountInFlight(const TaskTable& tasks, const MessageQueue* messages,
+                          std::string_view queue, absl::Time now) {
+  QueueCounts counts;
+  if (messages == nullptr) return counts;
+  messages->ForEachLive([&](int64_t message_id, absl::Time visible_at) {
+    const TaskRecord* task = tasks.OfMessage(queue, message_id);
+    if (task == nullptr) return;
+    if (task->status == TaskStatus::kQueued) {
+      CountQueued(visible_at, now, counts);
+    } else if (task->status == TaskStatus::kStarted) {
+      ++counts.active;
+    }
+  });
+  return counts;
+}
+
+}  // namespace
+
 absl::StatusOr<QueueCounts> MemoryTransaction::CountTasks(
-    std::string_view queue, absl::Time now) {
+    std::string_view queue, absl::Time now, TaskCounts which) {
   return Apply([&]() -> absl::StatusOr<QueueCounts> {
-    QueueCounts counts;
     const MessageQueue* messages = store().catalog.FindQueue(queue);
-    store().tasks.ForEachTaskOfQueue(queue, [&](const TaskRecord& task) {
-      switch (task.status) {
-        case TaskStatus::kQueued: {
-          const std::optional<absl::Time> visible_at =
-              messages == nullptr ? std::nullopt
-                                  : messages->VisibleAtOf(task.message_id);
-          ++(visible_at.has_value() && *visible_at > now ? counts.delayed
-                                                         : counts.waiting);
-          if (visible_at.has_value() && *visible_at <= now &&
-              (!counts.oldest_waiting_since ||
-               *visible_at < *counts.oldest_waiting_since)) {
-            counts.oldest_waiting_since = visible_at;
-          }
-          break;
-        }
-        case TaskStatus::kStarted:
-          ++counts.active;
-          break;
-        case TaskStatus::kCompleted:
-          ++counts.completed;
-          break;
-        case TaskStatus::kFailed:
-          ++counts.failed;
-          break;
-        case TaskStatus::kSkipped:
-          ++counts.skipped;
-          break;
-        case TaskStatus::kWaiting:
-          ++counts.parked;
-          break;
-        case TaskStatus::kCancelled:
-          ++counts.cancelled;
-          break;
-      }
-    });
-    return counts;
+    return which == TaskCounts::kAll
+               ? CountAll(store().tasks, messages, queue, now)
+               : CountInFlight(store().tasks, messages, queue, now);
   });
 }
 

@@ -99,8 +99,8 @@ class MemoryTransaction final : public Transaction {
       const RunId& run_id) override;
   absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) override;
-  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
-                                         absl::Time now) override;
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue, absl::Time now,
+                                         TaskCounts which) override;
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       const StalledQuery& query, Fields fields) override;
 

@@ -76,6 +76,13 @@ class MessageQueue {
   // Deletes the live messages named (pgmq's delete); skips other ids.
   void DeleteLive(std::span<const int64_t> message_ids, UndoLog& undo);
   std::optional<MessageLocation> Lookup(int64_t message_id) const;
+  // Calls visit(id, visible_at) for every live message, in no particular
+  // order: archived ones cost nothing.
+  template <typename Visit>
+  void ForEachLive(Visit visit) const {
+    for (const QueuedMessage& m : visible_) visit(m.id, m.visible_at);
+    for (const QueuedMessage& m : hidden_) visit(m.id, m.visible_at);
+  }
   // The visible_at of a live message; nullopt if the id is not live.
   std::optional<absl::Time> VisibleAtOf(int64_t message_id) const {
     const QueuedMessage* message = LiveMessage(message_id);

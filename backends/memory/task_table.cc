@@ -139,6 +139,14 @@ std::vector<std::optional<TaskRecord>> TaskTable::GetByMessage(
   return found;
 }
 
+const TaskRecord* TaskTable::OfMessage(std::string_view queue,
+                                       int64_t message_id) const {
+  auto queue_it = by_message_.find(ToAbsl(queue));
+  if (queue_it == by_message_.end()) return nullptr;
+  auto it = queue_it->second.find(message_id);
+  return it == queue_it->second.end() ? nullptr : &it->second->task;
+}
+
 std::vector<bool> TaskTable::Update(std::span<TaskUpdate> updates,
                                     UndoLog& undo) {
   std::vector<bool> applied;

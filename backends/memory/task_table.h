@@ -67,6 +67,8 @@ class TaskTable {
   // `queue`, in no particular order.
   template <typename Visit>
   void ForEachTaskOfQueue(std::string_view queue, Visit visit) const;
+  // The task whose message is (queue, message_id); null if none.
+  const TaskRecord* OfMessage(std::string_view queue, int64_t message_id) const;
   // Started tasks with stall_at < now, earliest first, at most `limit`.
   std::vector<TaskRecord> FindStalled(absl::Time now, int limit,
                                       Fields fields) const;

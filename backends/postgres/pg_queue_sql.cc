@@ -239,6 +239,15 @@ QueueSql::QueueSql(std::string_view queue) {
       live,
       " AS m ON t.status = 'queued' AND m.msg_id = t.message_id "
       "WHERE t.queue_name = $1 GROUP BY t.status");
+  // LIMIT keeps the lateral lookup a per-message index probe: a plain join
+  // could walk every task of the queue when statistics call it small.
+  count_in_flight = StrCat(
+      "SELECT t.status, count(*) FILTER (WHERE m.vt > $2::timestamptz), "
+      "count(*), min(m.vt) FILTER (WHERE m.vt <= $2::timestamptz) FROM ",
+      live,
+      " AS m CROSS JOIN LATERAL (SELECT status FROM sluice.tasks "
+      "WHERE queue_name = $1 AND message_id = m.msg_id "
+      "AND status IN ('queued', 'started') LIMIT 1) AS t GROUP BY t.status");
   const std::string of_runs =
       " WHERE msg_id IN (SELECT message_id FROM sluice.tasks WHERE run_id = "
       "ANY($1::uuid[]) AND queue_name = $2)";

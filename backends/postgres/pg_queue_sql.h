@@ -53,8 +53,11 @@ struct QueueSql {
   // $1 now. Rows: at most one (vt).
   std::string next_visible;
   // $1 queue name, $2 now. Rows: (task status, queued tasks whose message
-  // is not yet visible, tasks).
+  // is not yet visible, tasks, the earliest visible message's vt).
+  // count_in_flight: the same for queued and started tasks, from the
+  // queue's live messages, so ended tasks cost nothing.
   std::string count_tasks;
+  std::string count_in_flight;
   // $1 msg_id[], $2 archived_at.
   std::string archive;
   // $1 msg_id[]: pgmq's delete.

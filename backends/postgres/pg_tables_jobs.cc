@@ -39,15 +39,18 @@ absl::Status PgTables::SetQueuePaused(std::string_view name, bool paused) {
 }
 
 absl::StatusOr<QueueCounts> PgTables::CountTasks(std::string_view queue,
-                                                 absl::Time now) {
+                                                 absl::Time now,
+                                                 TaskCounts which) {
   SawTime(now);
   QueueCounts counts;
   // A queue that does not exist has no tasks (its table can't be joined).
   SLUICE_ASSIGN_OR_RETURN(bool exists, QueueExists(queue));
   if (!exists) return counts;
+  const QueueSql& statements = connection_.StatementsFor(queue);
   SLUICE_ASSIGN_OR_RETURN(
       Result result,
-      Query(connection_.StatementsFor(queue).count_tasks,
+      Query(which == TaskCounts::kAll ? statements.count_tasks
+                                      : statements.count_in_flight,
             Params().Text(queue).Time(now), "CountTasks", queue));
   for (int i = 0; i < result.rows(); ++i) {
     Row row = result.row(i);

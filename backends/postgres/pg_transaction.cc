@@ -334,8 +334,8 @@ absl::StatusOr<std::vector<TaskRecord>> PostgresTransaction::FindStalledTasks(
 }
 
 absl::StatusOr<QueueCounts> PostgresTransaction::CountTasks(
-    std::string_view queue, absl::Time now) {
-  return Guarded([&] { return tables_.CountTasks(queue, now); });
+    std::string_view queue, absl::Time now, TaskCounts which) {
+  return Guarded([&] { return tables_.CountTasks(queue, now, which); });
 }
 
 absl::Status PostgresTransaction::AppendAttempts(

@@ -166,7 +166,8 @@ class PostgresTransaction final : public Transaction,
   absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) override;
   absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
-                                         absl::Time now) override;
+                                         absl::Time now,
+                                         TaskCounts which) override;
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       const StalledQuery& query, Fields fields) override;
 

@@ -374,6 +374,18 @@ inline constexpr std::string_view kCountTasks =
     "THEN m.visible_at END) FROM tasks AS t LEFT JOIN messages AS m "
     "ON t.status = 'queued' AND m.queue_name = t.queue_name "
     "AND m.message_id = t.message_id WHERE t.queue_name = ?1";
+// The same first three counts and the oldest wait, in one pass over the
+// queue's live messages (messages_visible covers them) and each one's task
+// through tasks' UNIQUE (queue_name, message_id): ended tasks, which have no
+// live message, cost nothing. CROSS JOIN keeps the messages outer.
+inline constexpr std::string_view kCountTasksInFlight =
+    "SELECT sum(t.status = 'queued' AND m.visible_at <= ?2), "
+    "sum(t.status = 'queued' AND m.visible_at > ?2), "
+    "sum(t.status = 'started'), "
+    "min(CASE WHEN t.status = 'queued' AND m.visible_at <= ?2 "
+    "THEN m.visible_at END) FROM messages AS m CROSS JOIN tasks AS t "
+    "WHERE m.queue_name = ?1 AND t.queue_name = m.queue_name "
+    "AND t.message_id = m.message_id";
 
 // --- The attempts ledger ---
 

@@ -14,9 +14,12 @@
 namespace sluice::sqlite_internal {
 
 absl::StatusOr<QueueCounts> SqliteTables::CountTasks(std::string_view queue,
-                                                     absl::Time now) {
-  SLUICE_ASSIGN_OR_RETURN(Statement count,
-                          Prepare(sql::kCountTasks, "CountTasks"));
+                                                     absl::Time now,
+                                                     TaskCounts which) {
+  const bool all = which == TaskCounts::kAll;
+  SLUICE_ASSIGN_OR_RETURN(
+      Statement count,
+      Prepare(all ? sql::kCountTasks : sql::kCountTasksInFlight, "CountTasks"));
   count.BindText(1, queue);
   count.BindTime(2, now);
   SLUICE_ASSIGN_OR_RETURN(bool row, count.Step());
@@ -26,6 +29,10 @@ absl::StatusOr<QueueCounts> SqliteTables::CountTasks(std::string_view queue,
   counts.waiting = count.Int(0);
   counts.delayed = count.Int(1);
   counts.active = count.Int(2);
+  if (!all) {
+    counts.oldest_waiting_since = count.OptionalTime(3);
+    return counts;
+  }
   counts.completed = count.Int(3);
   counts.failed = count.Int(4);
   counts.cancelled = count.Int(5);

@@ -312,8 +312,8 @@ absl::StatusOr<std::vector<StepOutputs>> SqliteTransaction::GetTaskOutputs(
 }
 
 absl::StatusOr<QueueCounts> SqliteTransaction::CountTasks(
-    std::string_view queue, absl::Time now) {
-  return Guarded([&] { return tables_.CountTasks(queue, now); });
+    std::string_view queue, absl::Time now, TaskCounts which) {
+  return Guarded([&] { return tables_.CountTasks(queue, now, which); });
 }
 
 absl::StatusOr<std::vector<TaskRecord>> SqliteTransaction::FindStalledTasks(

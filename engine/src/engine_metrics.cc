@@ -24,16 +24,18 @@ QueueMetrics& QueueEntry(std::vector<QueueMetrics>& queues,
   return *it;
 }
 
-// One read-only transaction: every registered queue's counts and the
-// outbox backlog. Each is one existing count query.
+// One read-only transaction: every registered queue's in-flight counts and
+// the outbox backlog. In-flight counts read live messages only, so a scrape
+// does not grow with the ended tasks the store keeps (decision 0075).
 absl::Status ReadStoreGauges(Engine::Impl& impl, MetricsSnapshot& snapshot) {
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   SLUICE_ASSIGN_OR_RETURN(std::vector<QueueRecord> queues, tx->ListQueues());
   std::vector<std::pair<std::string, QueueCounts>> counts;
   counts.reserve(queues.size());
   for (const QueueRecord& queue : queues) {
-    SLUICE_ASSIGN_OR_RETURN(QueueCounts c,
-                            tx->CountTasks(queue.name, snapshot.taken_at));
+    SLUICE_ASSIGN_OR_RETURN(
+        QueueCounts c,
+        tx->CountTasks(queue.name, snapshot.taken_at, TaskCounts::kInFlight));
     counts.emplace_back(queue.name, c);
   }
   SLUICE_ASSIGN_OR_RETURN(int64_t backlog, tx->CountReports());

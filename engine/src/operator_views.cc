@@ -28,7 +28,7 @@ absl::StatusOr<std::vector<QueueStatus>> Engine::ListQueueStatus(
     status.state.queue = queue.name;
     status.state.paused = queue.paused;
     SLUICE_ASSIGN_OR_RETURN(status.state.counts,
-                            tx->CountTasks(queue.name, now));
+                            tx->CountTasks(queue.name, now, TaskCounts::kAll));
     for (const WorkerRecord& w : workers) {
       bool live =
           !w.stopped_at.has_value() && now - w.last_heartbeat_at <= liveness;

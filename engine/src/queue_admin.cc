@@ -48,7 +48,8 @@ absl::StatusOr<QueueState> Engine::Counts(std::string_view queue) {
   QueueState state;
   state.queue = std::string(queue);
   state.paused = entry->paused;
-  SLUICE_ASSIGN_OR_RETURN(state.counts, tx->CountTasks(queue, impl_->Now()));
+  SLUICE_ASSIGN_OR_RETURN(
+      state.counts, tx->CountTasks(queue, impl_->Now(), TaskCounts::kAll));
   return state;
 }
 

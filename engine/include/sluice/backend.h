@@ -78,6 +78,16 @@ inline const Json& RunInputToStore(const RunRecord& run,
 // only need state; it must not even parse them.
 enum class Fields { kAll, kNoPayloads };
 
+// Which of QueueCounts' fields CountTasks counts.
+enum class TaskCounts {
+  // Every field: reads every task of the queue, ended ones included.
+  kAll,
+  // waiting, delayed, active and oldest_waiting_since; the rest stay 0. Reads
+  // only the queue's messages and their tasks, so its cost follows the
+  // backlog, not the history the store keeps (decision 0075).
+  kInFlight,
+};
+
 // A conditional task write: applied only if the stored task still has
 // `expected_status` and `expected_attempts`, and `expected_cancel_requested`
 // when set (compare-and-set). It writes the
@@ -379,9 +389,11 @@ class Transaction {
   // StepOutputs::unreadable then names); one entry per step, in order.
   virtual absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) = 0;
-  // Task counts of `queue` by state at `now` (see QueueCounts).
+  // (interface v11: `which`) Task counts of `queue` by state at `now` (see
+  // QueueCounts), those `which` names.
   virtual absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
-                                                 absl::Time now) = 0;
+                                                 absl::Time now,
+                                                 TaskCounts which) = 0;
   // Started tasks whose stall_at is before `query.now`, earliest first, at
   // most `query.limit`. Locks them; skips tasks other transactions hold.
   virtual absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
@@ -615,7 +627,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 10;
+  static constexpr int kInterfaceVersion = 11;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -128,10 +128,10 @@ class ForwardingTransaction : public Transaction {
     SLUICE_RETURN_IF_ERROR(BeforeCall("FindRunsByKey"));
     return target_->FindRunsByKey(flow_slug, external_keys, fields);
   }
-  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
-                                         absl::Time now) override {
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue, absl::Time now,
+                                         TaskCounts which) override {
     SLUICE_RETURN_IF_ERROR(BeforeCall("CountTasks"));
-    return target_->CountTasks(queue, now);
+    return target_->CountTasks(queue, now, which);
   }
   absl::Status AppendAttempts(
       std::span<const AttemptRecord> attempts) override {
