@@ -70,6 +70,13 @@ Handler Identity() {
       [](const Json& in, TaskContext&) -> absl::StatusOr<Json> { return in; };
 }
 
+// One-step jobs: the step "job" returns its input.
+Flow JobsFlow() {
+  Flow flow("bench_jobs");
+  flow.Step("job", Identity());
+  return flow;
+}
+
 // A map step of 1,000 tasks feeding a reduce step: claim, complete and
 // release in batches of range(0); range(1) = 1 prunes each iteration.
 void BM_MapStep_ClaimCompleteRelease(benchmark::State& state) {
@@ -95,9 +102,7 @@ BENCHMARK(BM_MapStep_ClaimCompleteRelease)
 // One-step jobs, the whole life: start 100 runs, claim, complete, settle;
 // range(0) = 1 prunes each iteration.
 void BM_Jobs_StartClaimCompleteSettle(benchmark::State& state) {
-  Flow flow("bench_jobs");
-  flow.Step("job", Identity());
-  Bench bench(flow);
+  Bench bench(JobsFlow());
   std::vector<Json> inputs(100, boost::json::object{{"n", 1}});
   int64_t tasks = 0;
   for (auto _ : state) {
@@ -124,9 +129,7 @@ Bench& StoreWithHistory(Bench& bench, int64_t ended) {
 }
 
 void BM_Metrics_InFlightCounts(benchmark::State& state) {
-  Flow flow("bench_jobs");
-  flow.Step("job", Identity());
-  Bench bench(flow);
+  Bench bench(JobsFlow());
   StoreWithHistory(bench, state.range(0));
   for (auto _ : state) {
     MetricsSnapshot snapshot = bench.engine->Metrics();
@@ -137,9 +140,7 @@ void BM_Metrics_InFlightCounts(benchmark::State& state) {
 BENCHMARK(BM_Metrics_InFlightCounts)->Arg(1'000)->Arg(100'000);
 
 void BM_QueueStatus_AllCounts(benchmark::State& state) {
-  Flow flow("bench_jobs");
-  flow.Step("job", Identity());
-  Bench bench(flow);
+  Bench bench(JobsFlow());
   StoreWithHistory(bench, state.range(0));
   for (auto _ : state) {
     auto statuses = bench.engine->ListQueueStatus(absl::Seconds(30));
