@@ -116,8 +116,8 @@ class PgTables {
       std::span<const StepRef> steps);
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       const StalledQuery& query, Fields fields);
-  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
-                                         absl::Time now, TaskCounts which);
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue, absl::Time now,
+                                         TaskCounts which);
 
   absl::Status AppendAttempts(std::span<const AttemptRecord> attempts);
   absl::StatusOr<std::vector<AttemptRecord>> ListAttempts(const RunId& run_id);

@@ -165,8 +165,7 @@ class PostgresTransaction final : public Transaction,
       const RunId& run_id) override;
   absl::StatusOr<std::vector<StepOutputs>> GetTaskOutputs(
       std::span<const StepRef> steps) override;
-  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue,
-                                         absl::Time now,
+  absl::StatusOr<QueueCounts> CountTasks(std::string_view queue, absl::Time now,
                                          TaskCounts which) override;
   absl::StatusOr<std::vector<TaskRecord>> FindStalledTasks(
       const StalledQuery& query, Fields fields) override;
