@@ -147,8 +147,21 @@ void PushReports(Engine& engine, std::span<const int64_t> report_ids) {
 }
 
 // Development recompilation fences off workers that deployed an older
-// generation of a flow: their handlers are for a shape that is gone.
+// generation of a flow: their handlers are for a shape that is gone. Each
+// flow's deploy lock is held to the claim's commit: on Postgres each
+// statement reads the latest commits, so without it a recompile and a
+// new run committed between this check and the read would be claimed by
+// the old generation. Slug order, so two claims never wait on each other.
 absl::Status CheckGenerations(Transaction& tx, const ClaimRequest& request) {
+  std::vector<const FlowGeneration*> flows;
+  for (const FlowGeneration& mine : request.generations) flows.push_back(&mine);
+  std::sort(flows.begin(), flows.end(),
+            [](const FlowGeneration* a, const FlowGeneration* b) {
+              return a->flow_slug < b->flow_slug;
+            });
+  for (const FlowGeneration* flow : flows) {
+    SLUICE_RETURN_IF_ERROR(tx.LockFlowSlug(flow->flow_slug));
+  }
   for (const FlowGeneration& mine : request.generations) {
     SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> stored,
                             tx.GetFlow(mine.flow_slug));
