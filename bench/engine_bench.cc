@@ -117,7 +117,7 @@ BENCHMARK(BM_Jobs_StartClaimCompleteSettle)->Arg(1)->Arg(0);
 
 // range(0) ended one-step jobs, then 100 queued: what a scrape or a status
 // read finds in a store that keeps its history.
-Bench& StoreWithHistory(Bench& bench, int64_t ended) {
+void StoreWithHistory(Bench& bench, int64_t ended) {
   std::vector<Json> inputs(1000, boost::json::object{{"n", 1}});
   for (int64_t done = 0; done < ended; done += 1000) {
     (void)bench.engine->StartRuns("bench_jobs", inputs);
@@ -125,7 +125,6 @@ Bench& StoreWithHistory(Bench& bench, int64_t ended) {
   }
   inputs.resize(100);
   (void)bench.engine->StartRuns("bench_jobs", inputs);
-  return bench;
 }
 
 void BM_Metrics_InFlightCounts(benchmark::State& state) {

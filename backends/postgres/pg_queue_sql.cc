@@ -231,20 +231,19 @@ QueueSql::QueueSql(std::string_view queue) {
       " AS q WHERE q.msg_id = $1 UNION ALL SELECT true, "
       "q.archived_at, ",
       columns, ", q.message FROM ", archived, " AS q WHERE q.msg_id = $1");
-  // A queued task is delayed while its message is not yet visible.
-  count_tasks = StrCat(
+  // A queued task is delayed while its message is not yet visible. Both
+  // counts give the same columns, read by PgTables::CountTasks.
+  constexpr std::string_view kCounts =
       "SELECT t.status, count(*) FILTER (WHERE m.vt > $2::timestamptz), "
-      "count(*), min(m.vt) FILTER (WHERE m.vt <= $2::timestamptz) "
-      "FROM sluice.tasks AS t LEFT JOIN ",
-      live,
-      " AS m ON t.status = 'queued' AND m.msg_id = t.message_id "
-      "WHERE t.queue_name = $1 GROUP BY t.status");
+      "count(*), min(m.vt) FILTER (WHERE m.vt <= $2::timestamptz) FROM ";
+  count_tasks =
+      StrCat(kCounts, "sluice.tasks AS t LEFT JOIN ", live,
+             " AS m ON t.status = 'queued' AND m.msg_id = t.message_id "
+             "WHERE t.queue_name = $1 GROUP BY t.status");
   // LIMIT keeps the lateral lookup a per-message index probe: a plain join
   // could walk every task of the queue when statistics call it small.
   count_in_flight = StrCat(
-      "SELECT t.status, count(*) FILTER (WHERE m.vt > $2::timestamptz), "
-      "count(*), min(m.vt) FILTER (WHERE m.vt <= $2::timestamptz) FROM ",
-      live,
+      kCounts, live,
       " AS m CROSS JOIN LATERAL (SELECT status FROM sluice.tasks "
       "WHERE queue_name = $1 AND message_id = m.msg_id "
       "AND status IN ('queued', 'started') LIMIT 1) AS t GROUP BY t.status");
