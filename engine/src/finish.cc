@@ -238,25 +238,22 @@ absl::Status CompletionWriteFailed(const absl::Status& status) {
   return failed;
 }
 
-// The write and plan for a result whose task `t` (as read) still runs the
-// result's attempt.
-struct Planned {
-  TaskUpdate update;
-  Plan plan;
-};
-
-absl::StatusOr<Planned> PlanResult(FlowLookup& flows,
-                                   const EngineOptions& options,
-                                   const TaskResult& result, size_t index,
-                                   TaskRecord t, absl::Time now) {
+// Appends to `updates` and `plans` the write and plan for a result whose
+// task `t` (as read, moved from) still runs the result's attempt.
+absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
+                        const TaskResult& result, size_t index, TaskRecord&& t,
+                        absl::Time now, std::vector<TaskUpdate>& updates,
+                        std::vector<Plan>& plans) {
   SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
   const CompiledStep& step = flow->step(t.key.step_index);
   TaskPolicy policy = EffectivePolicy(step, t);
-  Plan plan{.result = index, .step = &step};
+  Plan& plan = plans.emplace_back(Plan{.result = index, .step = &step});
   plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
-  TaskUpdate u{.task = std::move(t),
-               .expected_status = TaskStatus::kStarted,
-               .expected_attempts = result.attempt};
+  // Built in place: a task record is large, and moving it costs.
+  TaskUpdate& u = updates.emplace_back();
+  u.task = std::move(t);
+  u.expected_status = TaskStatus::kStarted;
+  u.expected_attempts = result.attempt;
   TaskRecord& next = u.task;
   next.stall_at.reset();
   absl::Status failure = result.outcome.status();
@@ -275,7 +272,7 @@ absl::StatusOr<Planned> PlanResult(FlowLookup& flows,
   if (plan.disposition == ResultDisposition::kRetrying) {
     u.expected_cancel_requested = false;
   }
-  return Planned{std::move(u), std::move(plan)};
+  return absl::OkStatus();
 }
 
 // Plans the retries whose write failed once more, from a fresh read in the
@@ -307,11 +304,9 @@ absl::Status ReplanRacedRetries(Transaction& tx, FlowLookup& flows,
     if (!AttemptHolds(tasks[k], result.attempt)) {
       continue;  // ended or taken by another transaction: stale
     }
-    SLUICE_ASSIGN_OR_RETURN(Planned p,
-                            PlanResult(flows, options, result, raced[k],
-                                       *std::move(tasks[k]), now));
-    again.push_back(std::move(p.update));
-    again_plans.push_back(std::move(p.plan));
+    SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, raced[k],
+                                      *std::move(tasks[k]), now, again,
+                                      again_plans));
   }
   if (again.empty()) return absl::OkStatus();
   SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied_again,
@@ -387,10 +382,8 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       }
       continue;
     }
-    SLUICE_ASSIGN_OR_RETURN(
-        Planned p, PlanResult(flows, options, result, i, std::move(t), now));
-    updates.push_back(std::move(p.update));
-    plans.push_back(std::move(p.plan));
+    SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, i, std::move(t),
+                                      now, updates, plans));
   }
 
   std::vector<OutboxReport> reports;

@@ -159,14 +159,17 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
   std::vector<RunId> run_ids;
   for (const auto& [id, rr] : by_run) run_ids.push_back(id);
   std::vector<RunId> live_ids;
-  std::vector<RunRecord> live_runs;
+  std::vector<RunRecord*> live_runs;  // into `runs`, moved from once
   std::vector<RunReports*> live_reports;
   std::vector<std::vector<StepStateRecord>> states;
+  live_ids.reserve(runs.runs.size());
+  live_runs.reserve(runs.runs.size());
+  live_reports.reserve(runs.runs.size());
   for (size_t i = 0; i < runs.runs.size(); ++i) {
     std::optional<RunRecord>& run = runs.runs[i];
     if (!run || IsTerminal(run->status)) continue;  // reports drop
     live_ids.push_back(run_ids[i]);
-    live_runs.push_back(std::move(*run));
+    live_runs.push_back(&*run);
     live_reports.push_back(&by_run[run_ids[i]]);
     if (runs.steps) states.push_back(std::move((*runs.steps)[i]));
   }
@@ -185,14 +188,14 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
   std::vector<TaskKey> failed_keys;
   for (size_t i = 0; i < live_ids.size(); ++i) {
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow,
-                            flows.Get(live_runs[i].flow_slug));
+                            flows.Get(live_runs[i]->flow_slug));
     RunReports& rr = *live_reports[i];
     CheckReportedSteps(*flow, rr);
     progress.emplace_back(
         RunProgress::Context{tx, *flow, now, writes,
                              impl.wants_events() ? &effects.events : nullptr,
                              &effects.runs},
-        std::move(live_runs[i]), std::move(states[i]), Fields::kNoPayloads);
+        std::move(*live_runs[i]), std::move(states[i]), Fields::kNoPayloads);
     if (rr.unreadable.empty())
       rr.unreadable = progress.back().UnreadableState();
     if (!rr.unreadable.empty()) continue;  // the run fails; nothing to read
@@ -291,17 +294,25 @@ absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
   // lock is taken before its tasks' everywhere else.
   SLUICE_ASSIGN_OR_RETURN(LockedRuns runs,
                           ReadRunsToApply(tx, ids, LockMode::kSkipLocked));
+  // A pending cancel may end other tasks of the run, which other
+  // transactions may hold: the outbox path settles it.
+  auto applies_here = [](const std::optional<RunRecord>& run) {
+    return run && !run->cancel_requested;
+  };
   absl::flat_hash_set<RunId> here;
-  LockedRuns here_runs;
-  if (runs.steps) here_runs.steps.emplace();
   for (size_t i = 0; i < ids.size(); ++i) {
-    // A pending cancel may end other tasks of the run, which other
-    // transactions may hold: the outbox path settles it.
-    std::optional<RunRecord>& run = runs.runs[i];
-    if (!run || run->cancel_requested) continue;
-    here.insert(ids[i]);
-    here_runs.runs.push_back(std::move(run));
-    if (runs.steps) here_runs.steps->push_back(std::move((*runs.steps)[i]));
+    if (applies_here(runs.runs[i])) here.insert(ids[i]);
+  }
+  LockedRuns here_runs;
+  if (here.size() == ids.size()) {
+    here_runs = std::move(runs);  // the usual case: every run read applies
+  } else {
+    if (runs.steps) here_runs.steps.emplace();
+    for (size_t i = 0; i < ids.size(); ++i) {
+      if (!applies_here(runs.runs[i])) continue;
+      here_runs.runs.push_back(std::move(runs.runs[i]));
+      if (runs.steps) here_runs.steps->push_back(std::move((*runs.steps)[i]));
+    }
   }
   std::vector<OutboxReport> applied, rest;
   for (OutboxReport& r : reports) {

@@ -80,13 +80,13 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
   return progress;
 }
 
-RunProgress::RunProgress(Context context, RunRecord run,
-                         std::vector<StepStateRecord> steps, Fields fields)
+RunProgress::RunProgress(Context context, RunRecord&& run,
+                         std::vector<StepStateRecord>&& steps, Fields fields)
     : RunProgress(context, std::move(run), std::move(steps), /*fresh=*/false,
                   fields == Fields::kAll) {}
 
-RunProgress::RunProgress(Context context, RunRecord run,
-                         std::vector<StepStateRecord> steps, bool fresh,
+RunProgress::RunProgress(Context context, RunRecord&& run,
+                         std::vector<StepStateRecord>&& steps, bool fresh,
                          bool payloads_loaded)
     : ctx_(context),
       run_(std::move(run)),
@@ -247,10 +247,10 @@ absl::Status RunProgress::ResolveReadyStep(int step) {
                "\" is ready but its task count is unknown"));
   }
   if (*tasks == 0) return CompleteStep(step, boost::json::array());
-  return StartStep(step, input);
+  return StartStep(step, std::move(input));
 }
 
-absl::Status RunProgress::StartStep(int step, const Json& input) {
+absl::Status RunProgress::StartStep(int step, Json input) {
   const CompiledStep& s = ctx_.flow.step(step);
   StepStateRecord& st = state(step);
   st.status = StepStatus::kStarted;
@@ -276,7 +276,7 @@ absl::Status RunProgress::StartStep(int step, const Json& input) {
   task.queued_at = ctx_.now;
   task.options = *task_options_;
   if (s.shape->kind != StepKind::kMap) {
-    task.input = input;
+    task.input = std::move(input);
     Json body = MessageBody(task, run_id, s.shape->slug);
     new_tasks_[step].push_back(ctx_.writes.CreateTask(
         std::move(task), std::move(body), visible_at, run_.priority));

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "absl/status/status.h"
 #include "compiled_flow.h"
 #include "metrics_registry.h"
@@ -62,8 +63,8 @@ class RunProgress {
     return ForNewRun(context, run_id, std::move(input), NewRunSettings());
   }
   // A stored run with all its step states, read with `fields`.
-  RunProgress(Context context, RunRecord run,
-              std::vector<StepStateRecord> steps, Fields fields);
+  RunProgress(Context context, RunRecord&& run,
+              std::vector<StepStateRecord>&& steps, Fields fields);
 
   const RunRecord& run() const { return run_; }
   // The run's input: its record's, or a new run's lasting input.
@@ -113,8 +114,8 @@ class RunProgress {
   void Finish();
 
  private:
-  RunProgress(Context context, RunRecord run,
-              std::vector<StepStateRecord> steps, bool fresh,
+  RunProgress(Context context, RunRecord&& run,
+              std::vector<StepStateRecord>&& steps, bool fresh,
               bool payloads_loaded);
 
   StepStateRecord& state(int step) { return steps_[step]; }
@@ -135,7 +136,8 @@ class RunProgress {
   absl::Status LoadPayloads();
   absl::StatusOr<Json> StepInput(int step);
   absl::Status ResolveReadyStep(int step);
-  absl::Status StartStep(int step, const Json& input);
+  // Takes `input`: a single task's input is the step's, moved, not copied.
+  absl::Status StartStep(int step, Json input);
   absl::Status DeliverHeldSignal(int step);
   absl::Status CompleteStep(int step, Json output);
   absl::Status ReleaseDependents(int step);
@@ -155,11 +157,16 @@ class RunProgress {
   Context ctx_;
   RunRecord run_;
   std::vector<StepStateRecord> steps_;
-  std::vector<bool> dirty_;
+  // The per-step members are inline for flows of up to kInlineSteps steps:
+  // a run's transaction then allocates none of them (most runs are a
+  // job's one step).
+  static constexpr size_t kInlineSteps = 4;
+  absl::InlinedVector<bool, kInlineSteps> dirty_;
   // Written leaf steps whose outputs the completed run's output holds
   // (MaybeCompleteRun); Finish lends them back for their writes.
   std::vector<int> lent_outputs_;
-  std::vector<StepCounterDelta> step_deltas_;  // by step, for stored runs
+  // By step, for stored runs.
+  absl::InlinedVector<StepCounterDelta, kInlineSteps> step_deltas_;
   int remaining_steps_delta_ = 0;
   bool run_dirty_ = false;
   bool fresh_;
@@ -178,9 +185,9 @@ class RunProgress {
   // TaskRecord::options of the run's tasks, worked out on first need.
   std::optional<Json> task_options_;
   // Tasks created by this transaction, by step: handles into the batch.
-  std::vector<std::vector<size_t>> new_tasks_;
+  absl::InlinedVector<absl::InlinedVector<size_t, 1>, kInlineSteps> new_tasks_;
   // Map steps started by this transaction: handles into the batch.
-  std::vector<std::optional<size_t>> new_maps_;
+  absl::InlinedVector<std::optional<size_t>, kInlineSteps> new_maps_;
 };
 
 }  // namespace sluice

@@ -27,14 +27,14 @@ class WriteBatch {
 
   // `lent_input`, if set, is the run's input (its record's is null), which
   // its owner keeps until Flush.
-  void InsertRun(RunRecord run, const Json* lent_input = nullptr) {
+  void InsertRun(RunRecord&& run, const Json* lent_input = nullptr) {
     new_runs_.push_back(std::move(run));
     new_run_inputs_.push_back(lent_input);
   }
   void InsertStepState(StepStateRecord s) {
     new_step_states_.push_back(std::move(s));
   }
-  Slot UpdateRun(RunRecord run) {
+  Slot UpdateRun(RunRecord&& run) {
     updated_runs_.push_back(std::move(run));
     return {false, updated_runs_.size() - 1};
   }
@@ -79,7 +79,8 @@ class WriteBatch {
     counted_steps_.expected.push_back(expected);
     return {true, counted_steps_.states.size() - 1};
   }
-  Slot UpdateRunAndCounter(RunRecord run, RunCounterDelta delta, int expected) {
+  Slot UpdateRunAndCounter(RunRecord&& run, RunCounterDelta delta,
+                           int expected) {
     counted_runs_.runs.push_back(std::move(run));
     counted_runs_.deltas.push_back(std::move(delta));
     counted_runs_.expected.push_back(expected);
