@@ -3,8 +3,8 @@
 #include <cstddef>
 #include <optional>
 #include <string>
-#include <vector>
 
+#include "absl/container/inlined_vector.h"
 #include "sluice/internal/strings.h"
 #include "sluice/json.h"
 #include "utf8.h"
@@ -19,9 +19,13 @@ struct Frame {
   size_t next = 0;  // index of the next child to visit
 };
 
+// Inline for the usual shallow payload: every result's output is checked,
+// so the walk should not allocate.
+using Stack = absl::InlinedVector<Frame, 8>;
+
 // Where the walk stands, as `$.key[3]`. Long keys are cut: the path is for
 // finding the value, not for echoing the payload.
-std::string PathOf(const std::vector<Frame>& stack) {
+std::string PathOf(const Stack& stack) {
   constexpr size_t kMaxKeyShown = 32;
   std::string path = "$";
   for (const Frame& frame : stack) {
@@ -54,8 +58,7 @@ std::optional<std::string> ScalarProblem(const Json& value) {
 
 // The next child of the innermost open container, closing finished ones.
 // Checks object keys on the way, since keys are not values.
-absl::StatusOr<const Json*> NextChild(std::vector<Frame>& stack,
-                                      std::string_view what) {
+absl::StatusOr<const Json*> NextChild(Stack& stack, std::string_view what) {
   while (!stack.empty()) {
     Frame& frame = stack.back();
     if (frame.container->is_array()) {
@@ -81,7 +84,7 @@ absl::StatusOr<const Json*> NextChild(std::vector<Frame>& stack,
 }  // namespace
 
 absl::Status CheckJsonValue(const Json& value, std::string_view what) {
-  std::vector<Frame> stack;
+  Stack stack;
   const Json* current = &value;
   while (current != nullptr) {
     if (std::optional<std::string> problem = ScalarProblem(*current)) {

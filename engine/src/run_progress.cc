@@ -493,15 +493,17 @@ absl::Status RunProgress::MaybeCompleteRun() {
     // written) or gets it back for its write (Finish,
     // WriteBatch::LendOutput) from a backend that leaves it in place.
     const bool written = fresh_ || dirty_[step.index];
-    // An implicit step may not be written at all: nothing to lend to.
+    // An implicit step is written only where the run's row does not say
+    // it, which is rare: its output moves, and Finish copies it back then.
     const bool lend = !fresh_ && !implicit_ && dirty_[step.index] &&
                       dynamic_cast<internal::WritesKeepOutputs*>(&ctx_.tx);
-    if (!st.output.has_value() || (written && !lend)) {
+    if (!st.output.has_value() || (written && !lend && !implicit_)) {
       output.emplace(step.shape->slug, st.output.value_or(Json()));
       continue;
     }
     output.emplace(step.shape->slug, std::move(*st.output));
     if (lend) lent_outputs_.push_back(step.index);
+    if (implicit_) implicit_output_moved_ = true;
   }
   run_.status = RunStatus::kCompleted;
   run_.output = Json(std::move(output));
@@ -618,6 +620,9 @@ void RunProgress::Finish() {
   // says it; then it is inserted, being stored nowhere yet.
   const bool store_implicit =
       implicit_ && !internal::IsImplicit(steps_[0], flow().shape(), run_);
+  if (store_implicit && implicit_output_moved_) {
+    steps_[0].output = run_.output->as_object().at(flow().step(0).shape->slug);
+  }
   if (fresh_) {
     ctx_.writes.InsertRun(std::move(run_), lasting_input_);
     if (implicit_ && !store_implicit) return;

@@ -174,6 +174,9 @@ class RunProgress {
   // with an implicit step, or a stored one whose state was derived
   // (sluice/internal/implicit_steps.h).
   bool implicit_ = false;
+  // Whether MaybeCompleteRun moved the implicit step's output into the
+  // run's (Finish copies it back if the step state is written after all).
+  bool implicit_output_moved_ = false;
   // Whether the run had ended before this transaction (then Finish() owes
   // no child report).
   bool ended_at_start_;
