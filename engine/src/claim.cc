@@ -518,7 +518,7 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
       case Verdict::kClaim: {
         LeaseTimes lease = ComputeLease(
             EffectivePolicy(*verdicts[i].step, t).timeout, now, options);
-        TaskUpdate u;
+        TaskUpdate& u = updates.emplace_back();  // in place: no record move
         u.expected_status = t.status;
         u.expected_attempts = t.attempts;
         u.skip_if_locked = true;
@@ -532,7 +532,6 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
         u.task.worker_id = request.worker_id;
         u.task.budget_start = t.budget_start;
         u.task.message_id = t.message_id;
-        updates.push_back(std::move(u));
         update_index.push_back(i);
         break;
       }
