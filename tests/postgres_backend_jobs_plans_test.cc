@@ -99,7 +99,8 @@ TEST_F(PostgresJobsTest,
     EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
     plan = PlanText(*session, queue.next_visible, {now});
-    EXPECT_THAT(plan, HasSubstr("q_plans_vt_idx")) << plan;
+    EXPECT_THAT(plan, HasSubstr("q_plans_sluice_unread")) << plan;
+    EXPECT_THAT(plan, HasSubstr("q_plans_sluice_read")) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
 
@@ -375,13 +376,16 @@ TEST_F(PostgresJobsTest,
                                    << text;
     }
   }
-  // The next visible time is not a lookup by key: it walks pgmq's vt index
-  // from $1 and stops at the first row.
+  // The next visible time is not a lookup by key: it walks each partial vt
+  // index from $1 and stops at the first row.
   EXPECT_TRUE(sql::WantsGenericPlan(queue.next_visible));
   const std::string next =
       GenericPlanText(*session, queue.next_visible, {"2030-01-01 00:00:00+00"});
-  EXPECT_THAT(next, HasSubstr("using q_plans_vt_idx")) << next;
-  EXPECT_THAT(next, HasSubstr("Index Cond: (vt > $1)")) << next;
+  for (std::string_view index :
+       {"q_plans_sluice_unread", "q_plans_sluice_read"}) {
+    EXPECT_THAT(next, HasSubstr(StrCat("using ", index, " "))) << next;
+  }
+  EXPECT_EQ(Occurrences(next, "Index Cond: (vt > $1)"), 2) << next;
   EXPECT_FALSE(SortsRows(next)) << next;
 }
 

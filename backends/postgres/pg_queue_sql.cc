@@ -212,10 +212,16 @@ QueueSql::QueueSql(std::string_view queue) {
       "FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS "
       "u(msg_id, vt, to_tail) WHERE q.msg_id = u.msg_id "
       "AND q.msg_id = ANY($1::bigint[])");
-  // Only pgmq's vt index serves both the condition and the order, so a
-  // generic plan walks it whatever the statistics said (decision 0072).
-  next_visible = StrCat(sql::kGenericPlan, "SELECT vt FROM ", live,
-                        " WHERE vt > $1::timestamptz ORDER BY vt LIMIT 1");
+  // The earlier of one probe into each of the queue's partial vt indexes
+  // (migration 0016): only they serve both a branch's condition and its
+  // order, so a generic plan walks them whatever the statistics said
+  // (decisions 0072, 0077).
+  const auto earliest = [&](std::string_view read) {
+    return StrCat("(SELECT vt FROM ", live, " WHERE read_ct ", read,
+                  " AND vt > $1::timestamptz ORDER BY vt LIMIT 1)");
+  };
+  next_visible = StrCat(sql::kGenericPlan, "SELECT least(", earliest("= 0"),
+                        ", ", earliest("> 0"), ")");
   archive = StrCat(
       sql::kGenericPlan, "WITH moved AS (DELETE FROM ", live,
       " WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, read_ct, "

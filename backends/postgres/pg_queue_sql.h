@@ -50,7 +50,7 @@ struct QueueSql {
   std::string claim;
   // $1 msg_id[], $2 vt[], $3 to_tail bool[] (one entry per message).
   std::string set_visibility;
-  // $1 now. Rows: at most one (vt).
+  // $1 now. Rows: one (the earliest vt after $1, NULL if none).
   std::string next_visible;
   // $1 queue name, $2 now. Rows: (task status, queued tasks whose message
   // is not yet visible, tasks, the earliest visible message's vt).

@@ -251,9 +251,9 @@ absl::StatusOr<internal::ServerClaimed> PgTables::ClaimOnServer(
                             ReadTask(rows.row(i, 3), Fields::kAll));
     claimed.tasks.push_back(std::move(task));
   }
-  if (claim.read_next_visible && results[2].rows() > 0) {
+  if (claim.read_next_visible) {
     Row row = results[2].row(0);
-    claimed.next_visible_at = row.Time();
+    claimed.next_visible_at = row.OptionalTime();
     SLUICE_RETURN_IF_ERROR(row.status());
   }
   return claimed;
@@ -290,9 +290,8 @@ absl::StatusOr<std::optional<absl::Time>> PgTables::NextVisibleAt(
   SLUICE_ASSIGN_OR_RETURN(Result result,
                           Query(connection_.StatementsFor(queue).next_visible,
                                 Params().Time(now), "NextVisibleAt", queue));
-  if (result.rows() == 0) return std::nullopt;
   Row row = result.row(0);
-  absl::Time visible_at = row.Time();
+  std::optional<absl::Time> visible_at = row.OptionalTime();
   SLUICE_RETURN_IF_ERROR(row.status());
   return visible_at;
 }
