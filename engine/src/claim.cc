@@ -1,8 +1,10 @@
 // Engine::Claim: read a batch, classify all of it, then claim.
 #include <algorithm>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "compiled_flow.h"
@@ -239,10 +241,29 @@ ClaimTerms TermsOf(const CompiledStep& step, const TaskRecord& t,
   return {std::move(policy), lease};
 }
 
-// The handler's view of a task whose claim applied, as attempt `attempt`.
+// What a claim at `now` by `worker_id` wrote over the queued task `t`, as
+// attempt `attempt` (the claim's update sets exactly these columns).
+std::shared_ptr<const TaskRecord> AsClaimed(TaskRecord&& t, int attempt,
+                                            absl::Time now,
+                                            const LeaseTimes& lease,
+                                            std::string_view worker_id) {
+  t.status = TaskStatus::kStarted;
+  t.attempts = attempt;
+  t.started_at = now;
+  t.finished_at.reset();
+  t.stall_at = lease.stall_at;
+  t.worker_id = worker_id;
+  t.output.reset();
+  t.cancel_requested = false;
+  return std::make_shared<const TaskRecord>(std::move(t));
+}
+
+// The handler's view of a task whose claim at `now` by `worker_id` applied,
+// as attempt `attempt`. Consumes `t`, the task as the claim read it.
 ClaimedTask ClaimedFrom(TaskRecord& t, const CompiledStep& step, int attempt,
-                        const ClaimTerms& terms) {
-  return ClaimedTask{
+                        const ClaimTerms& terms, absl::Time now,
+                        std::string_view worker_id) {
+  ClaimedTask claimed{
       .key = t.key,
       .flow_slug = t.flow_slug,
       .step_slug = step.shape->slug,
@@ -255,6 +276,9 @@ ClaimedTask ClaimedFrom(TaskRecord& t, const CompiledStep& step, int attempt,
       .deadline = terms.lease.deadline,
       .traceparent = TraceparentOf(t.options),
   };
+  claimed.record =
+      AsClaimed(std::move(t), attempt, now, terms.lease, worker_id);
+  return claimed;
 }
 
 // After a claim committed in one trip: the messages of tasks it lost to
@@ -399,8 +423,9 @@ absl::StatusOr<std::optional<std::vector<ClaimedTask>>> ClaimOnServer(
       archive.push_back(read.message_ids[i]);
       continue;
     }
-    claimed.push_back(
-        ClaimedFrom(t, *step, t.attempts + 1, TermsOf(*step, t, now, options)));
+    claimed.push_back(ClaimedFrom(t, *step, t.attempts + 1,
+                                  TermsOf(*step, t, now, options), now,
+                                  request.worker_id));
   }
   CountClaimed(impl.metrics(), request.queue, claimed);
   if (!unreadable.empty()) {
@@ -603,7 +628,8 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
         continue;
       }
       claimed.push_back(ClaimedFrom(*tasks[i], *verdicts[i].step,
-                                    updates[u].task.attempts, terms[u]));
+                                    updates[u].task.attempts, terms[u], now,
+                                    request.worker_id));
     }
     CountClaimed(impl.metrics(), request.queue, claimed);
     bool want_hint = claimed.empty() && next_visible_at != nullptr;
@@ -652,7 +678,8 @@ absl::StatusOr<std::vector<ClaimedTask>> ClaimInEngine(
         visibility.push_back({ids[i], terms.lease.visible_until});
       }
       claimed.push_back(ClaimedFrom(*tasks[i], *verdicts[i].step,
-                                    updates[u].task.attempts, terms));
+                                    updates[u].task.attempts, terms, now,
+                                    request.worker_id));
     }
   }
   if (!visibility.empty()) {

@@ -1,5 +1,6 @@
 // Engine::FinishTasks: what a worker reports about the tasks it claimed
 // (heartbeats and releases are in leases.cc).
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -239,7 +240,8 @@ absl::Status CompletionWriteFailed(const absl::Status& status) {
 }
 
 // Appends to `updates` and `plans` the write and plan for a result whose
-// task `t` (as read, moved from) still runs the result's attempt.
+// task `t` (as read, or as its claim stored it; moved from) still runs the
+// result's attempt.
 absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
                         const TaskResult& result, size_t index, TaskRecord&& t,
                         absl::Time now, std::vector<TaskUpdate>& updates,
@@ -247,6 +249,7 @@ absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
   SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
   const CompiledStep& step = flow->step(t.key.step_index);
   TaskPolicy policy = EffectivePolicy(step, t);
+  const bool cancel_seen = t.cancel_requested;
   Plan& plan = plans.emplace_back(Plan{.result = index, .step = &step});
   plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
   // Built in place: a task record is large, and moving it costs.
@@ -266,31 +269,63 @@ absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
         PlanOutput(output, step, options.max_payload_bytes, next, plan, now);
   }
   if (!failure.ok()) PlanFailure(failure, policy, next, plan, now);
-  // The read took no lock. A retry read no cancel request; one that lands
-  // before this write must fail it (decision 0055) and be planned again.
-  // Completion and final failure end the task whichever way.
-  if (plan.disposition == ResultDisposition::kRetrying) {
-    u.expected_cancel_requested = false;
-  }
+  // Neither the read nor the claim's record took a lock. A cancel request
+  // that landed since must fail this write (decisions 0055, 0078), so that
+  // the result is planned again from a fresh read.
+  u.expected_cancel_requested = cancel_seen;
   return absl::OkStatus();
 }
 
-// Plans the retries whose write failed once more, from a fresh read in the
-// same transaction, and writes them: a cancel request that landed after
-// the first read now cancels them. Appends to updates, plans and applied.
-absl::Status ReplanRacedRetries(Transaction& tx, FlowLookup& flows,
-                                const EngineOptions& options,
-                                std::span<const TaskResult> results,
-                                absl::Time now,
-                                std::vector<TaskUpdate>& updates,
-                                std::vector<Plan>& plans,
-                                std::vector<bool>& applied) {
+// The task each result is planned from: the record its claim stored
+// (TaskResult::claimed) where that names the result's task and attempt,
+// else a read.
+absl::StatusOr<std::vector<std::optional<TaskRecord>>> TasksToPlan(
+    Transaction& tx, std::span<const TaskResult> results,
+    std::span<const TaskKey> keys) {
+  std::vector<std::optional<TaskRecord>> tasks(results.size());
+  std::vector<TaskKey> to_read;
+  std::vector<size_t> read_index;
+  for (size_t i = 0; i < results.size(); ++i) {
+    const std::shared_ptr<const TaskRecord>& claimed = results[i].claimed;
+    if (claimed != nullptr && claimed->key == results[i].key &&
+        claimed->status == TaskStatus::kStarted &&
+        claimed->attempts == results[i].attempt) {
+      tasks[i] = *claimed;
+      continue;
+    }
+    to_read.push_back(keys[i]);
+    read_index.push_back(i);
+  }
+  if (to_read.empty()) return tasks;
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> read,
+                          tx.GetTasks(to_read, Fields::kNoPayloads));
+  for (size_t k = 0; k < read.size(); ++k) {
+    tasks[read_index[k]] = std::move(read[k]);
+  }
+  return tasks;
+}
+
+// What a late result leaves to do: an ended task's message may still
+// need archiving, by queue.
+using LateArchives = absl::flat_hash_map<std::string, std::vector<int64_t>>;
+
+// Plans once more, from a fresh read in the same transaction, the writes
+// that failed their compare-and-set: a cancel request that landed after the
+// first read (or the claim) now cancels a failure, and stays on a
+// completion. Writes them, and appends to updates, plans and applied. A task
+// that is gone or no longer runs the attempt ends as a first read would have
+// ended it: not found, or stale (an ended task's message archived).
+absl::Status ReplanRaced(Transaction& tx, FlowLookup& flows,
+                         const EngineOptions& options,
+                         std::span<const TaskResult> results, absl::Time now,
+                         std::vector<TaskUpdate>& updates,
+                         std::vector<Plan>& plans, std::vector<bool>& applied,
+                         LateArchives& archives,
+                         std::vector<ResultDisposition>& dispositions) {
   std::vector<size_t> raced;
   std::vector<TaskKey> keys;
   for (size_t u = 0; u < applied.size(); ++u) {
-    if (applied[u] || plans[u].disposition != ResultDisposition::kRetrying) {
-      continue;
-    }
+    if (applied[u]) continue;
     raced.push_back(plans[u].result);
     keys.push_back(updates[u].task.key);
   }
@@ -302,7 +337,13 @@ absl::Status ReplanRacedRetries(Transaction& tx, FlowLookup& flows,
   for (size_t k = 0; k < raced.size(); ++k) {
     const TaskResult& result = results[raced[k]];
     if (!AttemptHolds(tasks[k], result.attempt)) {
-      continue;  // ended or taken by another transaction: stale
+      // Gone, ended or taken by another transaction.
+      if (!tasks[k]) {
+        dispositions[raced[k]] = ResultDisposition::kNotFound;
+      } else if (IsTerminal(tasks[k]->status)) {
+        archives[tasks[k]->queue_name].push_back(tasks[k]->message_id);
+      }
+      continue;
     }
     SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, raced[k],
                                       *std::move(tasks[k]), now, again,
@@ -356,13 +397,13 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   absl::Time now = impl.Now();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          tx->GetTasks(keys, Fields::kNoPayloads));
+                          TasksToPlan(*tx, results, keys));
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
   updates.reserve(results.size());
   plans.reserve(results.size());
   FlowLookup flows(impl, *tx);
-  absl::flat_hash_map<std::string, std::vector<int64_t>> late_archives;
+  LateArchives late_archives;
   for (size_t i = 0; i < results.size(); ++i) {
     const TaskResult& result = results[i];
     if (result.outcome.ok() && result.outcome->is_fan_out() &&
@@ -391,8 +432,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   std::vector<AttemptRecord> attempts;
   attempts.reserve(updates.size());
   absl::flat_hash_map<std::string, std::vector<VisibilityUpdate>> retries;
-  absl::flat_hash_map<std::string, std::vector<int64_t>> archives =
-      std::move(late_archives);
+  LateArchives archives = std::move(late_archives);
   absl::flat_hash_map<std::string, std::vector<int64_t>> deletes;
   TransactionEffects effects;
   StepTally tally;
@@ -401,8 +441,9 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     if (apply.here) in_hand = KeepSingleTaskOutputs(updates, plans);
     SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
                             tx->UpdateTasks(updates));
-    SLUICE_RETURN_IF_ERROR(ReplanRacedRetries(*tx, flows, options, results, now,
-                                              updates, plans, applied));
+    SLUICE_RETURN_IF_ERROR(ReplanRaced(*tx, flows, options, results, now,
+                                       updates, plans, applied, archives,
+                                       outcome.dispositions));
     SLUICE_RETURN_IF_ERROR(
         RunCompletionWrites(*tx, results, plans, applied, failed));
     for (size_t u = 0; u < updates.size(); ++u) {

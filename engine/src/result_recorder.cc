@@ -42,7 +42,8 @@ TaskResult Replacement(const TaskResult& refused, const absl::Status& why) {
                     NonRetryable(StrCat(
                         "the backend refused to store this attempt's result (",
                         absl::StatusCodeToString(why.code()), ": ",
-                        Quotable(why), "); the attempt fails instead"))};
+                        Quotable(why), "); the attempt fails instead")),
+                    /*completion_write=*/nullptr, refused.claimed};
 }
 
 class Recorder {
@@ -96,7 +97,8 @@ class Recorder {
 
   // Stores `results` in one transaction and notes what became of them.
   absl::Status Store(std::span<const TaskResult> results, bool replaced) {
-    absl::StatusOr<FinishOutcome> outcome = engine_.FinishTasks(results, {.apply_completions = true});
+    absl::StatusOr<FinishOutcome> outcome =
+        engine_.FinishTasks(results, {.apply_completions = true});
     if (!outcome.ok()) return outcome.status();
     for (size_t i = 0; i < results.size(); ++i) {
       out_.recorded.push_back({results[i].key, results[i].attempt,

@@ -91,8 +91,8 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
       m->handler_seconds.Observe(ToSeconds(absl::Now() - began));
     }
     finished.emplace(TaskResult{next.first.key, next.first.attempt,
-                                std::move(outcome),
-                                std::move(completion_write)});
+                                std::move(outcome), std::move(completion_write),
+                                std::move(next.first.record)});
   }
 }
 

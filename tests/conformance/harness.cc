@@ -159,8 +159,10 @@ int Conformance::Drive(const Flow& flow, int batch) {
                             task.key.task_index, task.attempt,
                             task.max_attempts, task.deadline, task.traceparent},
           CancelToken());
-      results.push_back(
-          TaskResult{task.key, task.attempt, handler(task.input, context)});
+      // As a worker does, with the claim's record of the task.
+      results.push_back(TaskResult{task.key, task.attempt,
+                                   handler(task.input, context),
+                                   /*completion_write=*/nullptr, task.record});
       ++calls;
     }
     Finish(std::move(results));

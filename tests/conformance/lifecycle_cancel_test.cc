@@ -290,6 +290,25 @@ TEST_P(LifecycleCancel, Finish_CancelsARetryWhoseRequestLandsAfterItsRead) {
   EXPECT_TRUE(Claim(flow).empty());
 }
 
+// A final failure compares the cancel request as a retry does (decision
+// 0078): one that lands after the read cancels it, and stays recorded.
+TEST_P(LifecycleCancel,
+       Finish_CancelsAFinalFailureWhoseRequestLandsAfterItsRead) {
+  CancelBeforeUpdateBackend racing(backend());
+  UseEngine(racing, DefaultOptions());
+  Flow flow = OneStep("final_race", /*max_attempts=*/1);
+  Deploy(flow);
+  RunId run = Start(flow, J("1"));
+  ClaimedTask task = One(flow);
+  racing.armed = task.key;
+  FinishOutcome got = Fail(task, absl::InternalError("broken"));
+  EXPECT_THAT(got.dispositions, ElementsAre(ResultDisposition::kCancelled));
+  TaskRecord stored = TaskOf(run, "work");
+  EXPECT_EQ(stored.status, TaskStatus::kCancelled);
+  EXPECT_TRUE(stored.cancel_requested);
+  EXPECT_THAT(Ledger(run), ElementsAre("cancelled@1"));
+}
+
 TEST_P(LifecycleCancel, EndedOrUnknownRun_IsRefused) {
   Flow flow = OneStep("cancel_refused");
   Deploy(flow);

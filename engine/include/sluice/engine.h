@@ -259,6 +259,9 @@ struct ClaimedTask {
   Json input;
   absl::Time deadline;      // claim time plus the effective timeout
   std::string traceparent;  // the run's W3C traceparent; "" if none
+  // The task as this claim stored it, without its input. Handing it back in
+  // TaskResult::claimed spares FinishTasks a read of the task.
+  std::shared_ptr<const TaskRecord> record;
 };
 
 // A claim's tasks; when it took none, when the earliest hidden message of the
@@ -277,6 +280,12 @@ struct TaskResult {
   // The handler's own write (TaskContext::WriteOnCompletion), run in the
   // transaction that completes the task, and only if it does.
   NativeWrite completion_write;
+  // ClaimedTask::record of this attempt, if the caller kept it. FinishTasks
+  // then plans from it instead of reading the task, and its write also
+  // compares the task's cancel request, so that anything that changed the
+  // task since the claim sends it back to a fresh read (decision 0078).
+  // Ignored unless it names this key and attempt as started.
+  std::shared_ptr<const TaskRecord> claimed;
 };
 
 // What FinishTasks did with one result.
