@@ -56,6 +56,41 @@ std::string PreparedPlanText(postgres_internal::Session& session,
   return text;
 }
 
+// A head of delayed messages (scheduled jobs, retries, Wait steps) before a
+// few visible ones: the claim takes those from the partial vt indexes and
+// sorts them, instead of walking the claim order past every delayed one.
+TEST_F(PostgresJobsTest, Claim_BehindAHeadOfDelayedMessages_ReadsTheVtIndexes) {
+  CreateQueue("plans");
+  Execute(
+      "INSERT INTO pgmq.q_plans (vt, message, headers) SELECT now() + "
+      "CASE WHEN i <= 20000 THEN interval '1 hour' ELSE interval '-1 hour' "
+      "END, '{}', jsonb_build_object('sluice_priority', 0, 'sluice_seq', "
+      "nextval('sluice.message_seq')) FROM generate_series(1, 20010) AS i; "
+      "UPDATE pgmq.q_plans SET read_ct = 1 WHERE msg_id % 100 = 0; ANALYZE");
+  absl::StatusOr<Session> session = Session::Open(db_->url());
+  ASSERT_TRUE(session.ok()) << session.status();
+  ASSERT_TRUE(
+      session->Execute("SET plan_cache_mode = force_custom_plan", "set").ok());
+  const postgres_internal::QueueSql queue("plans");
+  const std::string now = postgres_internal::FormatTimestamp(absl::Now());
+  const std::string later = "2100-01-01 00:00:00+00";
+  for (const std::string* read : {&queue.read_all, &queue.read_no_payloads}) {
+    const std::string plan =
+        PlanText(*session, *read, {now, later, "10", "plans"});
+    EXPECT_THAT(plan, HasSubstr("Bitmap Index Scan on q_plans_sluice_unread"))
+        << plan;
+    EXPECT_THAT(plan, HasSubstr("Bitmap Index Scan on q_plans_sluice_read"))
+        << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
+  }
+  const std::string plan =
+      PlanText(*session, queue.claim_lock, {now, "10", "plans"});
+  EXPECT_THAT(plan, HasSubstr("Bitmap Index Scan on q_plans_sluice_unread"))
+      << plan;
+  EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
+  EXPECT_THAT(plan, Not(HasSubstr("q_plans_sluice_claim"))) << plan;
+}
+
 TEST_F(PostgresJobsTest,
        ClaimAndNextVisible_WalkIndexes_WithStaleOrFreshStatistics) {
   CreateQueue("plans");
