@@ -43,6 +43,17 @@ int Occurrences(const std::string& plan, std::string_view what) {
   return count;
 }
 
+// A session of `url` that plans with `plan_cache_mode = mode`.
+absl::StatusOr<Session> SessionPlanning(const std::string& url,
+                                        std::string_view mode) {
+  absl::StatusOr<Session> session = Session::Open(url);
+  if (!session.ok()) return session.status();
+  absl::Status set =
+      session->Execute(StrCat("SET plan_cache_mode = ", mode), "set");
+  if (!set.ok()) return set;
+  return session;
+}
+
 // The plan of `sql` prepared, then executed with `arguments` (SQL
 // literals, comma-separated): in generic mode, the plan the session keeps.
 std::string PreparedPlanText(postgres_internal::Session& session,
@@ -67,10 +78,9 @@ TEST_F(PostgresJobsTest, Claim_BehindAHeadOfDelayedMessages_ReadsTheVtIndexes) {
       "END, '{}', jsonb_build_object('sluice_priority', 0, 'sluice_seq', "
       "nextval('sluice.message_seq')) FROM generate_series(1, 20010) AS i; "
       "UPDATE pgmq.q_plans SET read_ct = 1 WHERE msg_id % 100 = 0; ANALYZE");
-  absl::StatusOr<Session> session = Session::Open(db_->url());
+  absl::StatusOr<Session> session =
+      SessionPlanning(db_->url(), "force_custom_plan");
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE(
-      session->Execute("SET plan_cache_mode = force_custom_plan", "set").ok());
   const postgres_internal::QueueSql queue("plans");
   const std::string now = postgres_internal::FormatTimestamp(absl::Now());
   const std::string later = "2100-01-01 00:00:00+00";
@@ -107,10 +117,9 @@ TEST_F(PostgresJobsTest,
       "error, started_at, finished_at, input, external_key) SELECT "
       "gen_random_uuid(), 'f' || (i % 5), 'completed', 0, '', now(), now(), "
       "'{}', 'k' || i FROM generate_series(1, 20000) AS i");
-  absl::StatusOr<Session> session = Session::Open(db_->url());
+  absl::StatusOr<Session> session =
+      SessionPlanning(db_->url(), "force_custom_plan");
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE(
-      session->Execute("SET plan_cache_mode = force_custom_plan", "set").ok());
   const postgres_internal::QueueSql queue("plans");
   const std::string now = "2100-01-01 00:00:00+00";
   for (bool analyzed : {false, true}) {
@@ -210,10 +219,9 @@ TEST_F(PostgresJobsTest, ListRunsByStatus_WalksStatusIndex_GenericPlan) {
       "ELSE 'started' END, 0, '', "
       "now() - make_interval(secs => 30000 - i), '{}' "
       "FROM generate_series(1, 30000) AS i; ANALYZE");
-  absl::StatusOr<Session> session = Session::Open(db_->url());
+  absl::StatusOr<Session> session =
+      SessionPlanning(db_->url(), "force_generic_plan");
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE(
-      session->Execute("SET plan_cache_mode = force_generic_plan", "set").ok());
   struct Case {
     std::vector<RunStatus> statuses;
     std::string params;
@@ -261,10 +269,9 @@ TEST_F(PostgresJobsTest,
       "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
       "remaining_deps, error, skip_reason) SELECT run_id, 0, 's', 'created', "
       "0, '', '' FROM sluice.runs");
-  absl::StatusOr<Session> session = Session::Open(db_->url());
+  absl::StatusOr<Session> session =
+      SessionPlanning(db_->url(), "force_custom_plan");
   ASSERT_TRUE(session.ok()) << session.status();
-  ASSERT_TRUE(
-      session->Execute("SET plan_cache_mode = force_custom_plan", "set").ok());
   namespace sql = postgres_internal::sql;
   const std::string runs =
       "{01900000-0000-7000-8000-000000000007,"
