@@ -240,10 +240,11 @@ absl::Status CompletionWriteFailed(const absl::Status& status) {
 }
 
 // Appends to `updates` and `plans` the write and plan for a result whose
-// task `t` (as read, or as its claim stored it; moved from) still runs the
-// result's attempt.
+// task `t` (as read, moved from; or as its claim stored it, copied) still
+// runs the result's attempt.
+template <typename Record>
 absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
-                        const TaskResult& result, size_t index, TaskRecord&& t,
+                        const TaskResult& result, size_t index, Record&& t,
                         absl::Time now, std::vector<TaskUpdate>& updates,
                         std::vector<Plan>& plans) {
   SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow, flows.Get(t.flow_slug));
@@ -253,8 +254,7 @@ absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
   Plan& plan = plans.emplace_back(Plan{.result = index, .step = &step});
   plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
   // Built in place: a task record is large, and moving it costs.
-  TaskUpdate& u = updates.emplace_back();
-  u.task = std::move(t);
+  TaskUpdate& u = updates.emplace_back(std::forward<Record>(t));
   u.expected_status = TaskStatus::kStarted;
   u.expected_attempts = result.attempt;
   TaskRecord& next = u.task;
@@ -276,23 +276,29 @@ absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
   return absl::OkStatus();
 }
 
-// The task each result is planned from: the record its claim stored
-// (TaskResult::claimed) where that names the result's task and attempt,
-// else a read.
-absl::StatusOr<std::vector<std::optional<TaskRecord>>> TasksToPlan(
+// The claim's record of `result`'s task (TaskResult::claimed), if it names
+// that task as started in the result's attempt; else null, and the task is
+// read.
+const TaskRecord* ClaimedRecord(const TaskResult& result) {
+  const TaskRecord* claimed = result.claimed.get();
+  if (claimed == nullptr || claimed->key != result.key ||
+      claimed->status != TaskStatus::kStarted ||
+      claimed->attempts != result.attempt) {
+    return nullptr;
+  }
+  return claimed;
+}
+
+// The tasks of the results without a claim's record (ClaimedRecord), read;
+// the others' entries stay empty.
+absl::StatusOr<std::vector<std::optional<TaskRecord>>> ReadUnclaimed(
     Transaction& tx, std::span<const TaskResult> results,
     std::span<const TaskKey> keys) {
   std::vector<std::optional<TaskRecord>> tasks(results.size());
   std::vector<TaskKey> to_read;
   std::vector<size_t> read_index;
   for (size_t i = 0; i < results.size(); ++i) {
-    const std::shared_ptr<const TaskRecord>& claimed = results[i].claimed;
-    if (claimed != nullptr && claimed->key == results[i].key &&
-        claimed->status == TaskStatus::kStarted &&
-        claimed->attempts == results[i].attempt) {
-      tasks[i] = *claimed;
-      continue;
-    }
+    if (ClaimedRecord(results[i]) != nullptr) continue;
     to_read.push_back(keys[i]);
     read_index.push_back(i);
   }
@@ -397,7 +403,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   absl::Time now = impl.Now();
   SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          TasksToPlan(*tx, results, keys));
+                          ReadUnclaimed(*tx, results, keys));
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
   updates.reserve(results.size());
@@ -409,6 +415,11 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     if (result.outcome.ok() && result.outcome->is_fan_out() &&
         !result.outcome->fan_out().children.empty()) {
       fan_outs.push_back(i);
+      continue;
+    }
+    if (const TaskRecord* claimed = ClaimedRecord(result)) {
+      SLUICE_RETURN_IF_ERROR(
+          PlanResult(flows, options, result, i, *claimed, now, updates, plans));
       continue;
     }
     if (!tasks[i]) {
