@@ -254,7 +254,8 @@ absl::Status PlanResult(FlowLookup& flows, const EngineOptions& options,
   Plan& plan = plans.emplace_back(Plan{.result = index, .step = &step});
   plan.attempt = EndedAttempt(t, AttemptOutcome::kFailed, now);
   // Built in place: a task record is large, and moving it costs.
-  TaskUpdate& u = updates.emplace_back(std::forward<Record>(t));
+  TaskUpdate& u = updates.emplace_back();
+  u.task = std::forward<Record>(t);
   u.expected_status = TaskStatus::kStarted;
   u.expected_attempts = result.attempt;
   TaskRecord& next = u.task;
