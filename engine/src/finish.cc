@@ -316,6 +316,20 @@ absl::StatusOr<std::vector<std::optional<TaskRecord>>> ReadUnclaimed(
 // need archiving, by queue.
 using LateArchives = absl::flat_hash_map<std::string, std::vector<int64_t>>;
 
+// Whether `task`, as read, still runs `attempt`. If not, the result is late:
+// not found if the task is gone, else stale (its `disposition` as it
+// stands), with an ended task's message noted in `archives`.
+bool AttemptStillHolds(const std::optional<TaskRecord>& task, int attempt,
+                       ResultDisposition& disposition, LateArchives& archives) {
+  if (AttemptHolds(task, attempt)) return true;
+  if (!task) {
+    disposition = ResultDisposition::kNotFound;
+  } else if (IsTerminal(task->status)) {
+    archives[task->queue_name].push_back(task->message_id);
+  }
+  return false;
+}
+
 // Plans once more, from a fresh read in the same transaction, the writes
 // that failed their compare-and-set: a cancel request that landed after the
 // first read (or the claim) now cancels a failure, and stays on a
@@ -343,13 +357,9 @@ absl::Status ReplanRaced(Transaction& tx, FlowLookup& flows,
   std::vector<Plan> again_plans;
   for (size_t k = 0; k < raced.size(); ++k) {
     const TaskResult& result = results[raced[k]];
-    if (!AttemptHolds(tasks[k], result.attempt)) {
-      // Gone, ended or taken by another transaction.
-      if (!tasks[k]) {
-        dispositions[raced[k]] = ResultDisposition::kNotFound;
-      } else if (IsTerminal(tasks[k]->status)) {
-        archives[tasks[k]->queue_name].push_back(tasks[k]->message_id);
-      }
+    // Gone, ended or taken by another transaction since.
+    if (!AttemptStillHolds(tasks[k], result.attempt, dispositions[raced[k]],
+                           archives)) {
       continue;
     }
     SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, raced[k],
@@ -423,20 +433,12 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
           PlanResult(flows, options, result, i, *claimed, now, updates, plans));
       continue;
     }
-    if (!tasks[i]) {
-      outcome.dispositions[i] = ResultDisposition::kNotFound;
+    if (!AttemptStillHolds(tasks[i], result.attempt, outcome.dispositions[i],
+                           late_archives)) {
       continue;
     }
-    TaskRecord& t = *tasks[i];
-    if (!AttemptHolds(tasks[i], result.attempt)) {
-      // A late result: only an ended task's message needs archiving.
-      if (IsTerminal(t.status)) {
-        late_archives[t.queue_name].push_back(t.message_id);
-      }
-      continue;
-    }
-    SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, i, std::move(t),
-                                      now, updates, plans));
+    SLUICE_RETURN_IF_ERROR(PlanResult(
+        flows, options, result, i, *std::move(tasks[i]), now, updates, plans));
   }
 
   std::vector<OutboxReport> reports;
