@@ -283,10 +283,7 @@ TEST_P(LifecycleCancel, Finish_CancelsARetryWhoseRequestLandsAfterItsRead) {
   RunId run = Start(flow, J("1"));
   ClaimedTask task = One(flow);
   racing.armed = task.key;
-  FinishOutcome got = Fail(task, absl::UnavailableError("flaky"));
-  EXPECT_THAT(got.dispositions, ElementsAre(ResultDisposition::kCancelled));
-  EXPECT_EQ(TaskOf(run, "work").status, TaskStatus::kCancelled);
-  EXPECT_THAT(Ledger(run), ElementsAre("cancelled@1"));
+  ExpectCancelledByRequest(Fail(task, absl::UnavailableError("flaky")), run);
   EXPECT_TRUE(Claim(flow).empty());
 }
 
@@ -301,12 +298,7 @@ TEST_P(LifecycleCancel,
   RunId run = Start(flow, J("1"));
   ClaimedTask task = One(flow);
   racing.armed = task.key;
-  FinishOutcome got = Fail(task, absl::InternalError("broken"));
-  EXPECT_THAT(got.dispositions, ElementsAre(ResultDisposition::kCancelled));
-  TaskRecord stored = TaskOf(run, "work");
-  EXPECT_EQ(stored.status, TaskStatus::kCancelled);
-  EXPECT_TRUE(stored.cancel_requested);
-  EXPECT_THAT(Ledger(run), ElementsAre("cancelled@1"));
+  ExpectCancelledByRequest(Fail(task, absl::InternalError("broken")), run);
 }
 
 TEST_P(LifecycleCancel, EndedOrUnknownRun_IsRefused) {

@@ -99,13 +99,8 @@ TEST_P(LifecycleClaimed, ACancelRequestSinceTheClaim_CancelsAFinalFailure) {
   RunId run = Start(flow, J("1"));
   ClaimedTask task = One(flow);
   ASSERT_TRUE(engine().CancelRun(run, CancelMode::kRequest).ok());
-  FinishOutcome got =
-      FinishOnly({WithRecord(task, absl::UnavailableError("flaky"))});
-  EXPECT_THAT(got.dispositions, ElementsAre(ResultDisposition::kCancelled));
-  TaskRecord stored = TaskOf(run, "work");
-  EXPECT_EQ(stored.status, TaskStatus::kCancelled);
-  EXPECT_TRUE(stored.cancel_requested);
-  EXPECT_THAT(Ledger(run), ElementsAre("cancelled@1"));
+  ExpectCancelledByRequest(
+      FinishOnly({WithRecord(task, absl::UnavailableError("flaky"))}), run);
 }
 
 TEST_P(LifecycleClaimed, ACancelRequestSinceTheClaim_KeepsACompletion) {

@@ -47,6 +47,18 @@ class Lifecycle : public Conformance {
     return out;
   }
 
+  // Checks a finish of `run`'s one task (OneStep) that the run's cancel
+  // request ended: the result is cancelled, and so is the task, which keeps
+  // the request, and its ledger says so.
+  void ExpectCancelledByRequest(const FinishOutcome& got, const RunId& run) {
+    EXPECT_THAT(got.dispositions,
+                ::testing::ElementsAre(ResultDisposition::kCancelled));
+    const TaskRecord stored = TaskOf(run, "work");
+    EXPECT_EQ(stored.status, TaskStatus::kCancelled);
+    EXPECT_TRUE(stored.cancel_requested);
+    EXPECT_THAT(Ledger(run), ::testing::ElementsAre("cancelled@1"));
+  }
+
   // Finishes results without applying their reports.
   FinishOutcome FinishOnly(std::vector<TaskResult> results) {
     absl::StatusOr<FinishOutcome> outcome = engine().FinishTasks(results);
