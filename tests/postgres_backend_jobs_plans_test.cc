@@ -67,42 +67,90 @@ std::string PreparedPlanText(postgres_internal::Session& session,
   return text;
 }
 
-// A head of delayed messages (scheduled jobs, retries, Wait steps) before a
-// few visible ones: the claim takes those from the partial vt indexes and
-// sorts them, instead of walking the claim order past every delayed one.
-TEST_F(PostgresJobsTest, Claim_BehindAHeadOfDelayedMessages_ReadsTheVtIndexes) {
+// The plan a session in generic mode keeps for `sql`: prepared, then
+// explained for `params` (literals), which shows the generic plan.
+std::string GenericPlanText(postgres_internal::Session& session,
+                            std::string_view sql,
+                            const std::vector<std::string>& params) {
+  std::string arguments;
+  for (size_t i = 0; i < params.size(); ++i) {
+    StrAppend(&arguments, i == 0 ? "" : ", ", "'", params[i], "'");
+  }
+  return PreparedPlanText(session, sql, arguments);
+}
+
+// Expects `plan` to choose a claim's messages from the three partial
+// indexes of migration 0017: the ready ones walked in claim order straight
+// into their locks (no sort), the due delayed and read ones by vt, and
+// never a scan of the queue.
+void ExpectChoosesByThePartialIndexes(const std::string& plan) {
+  const std::vector<std::string> lines = absl::StrSplit(plan, '\n');
+  // The node above the walk, past the paused queue's one-time filter.
+  bool ready_locked_in_order = false;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (!absl::StrContains(lines[i],
+                           "Index Scan using q_plans_sluice_ready ")) {
+      continue;
+    }
+    for (size_t j = i; j-- > 0;) {
+      if (!absl::StrContains(lines[j], "(cost=") ||
+          absl::StrContains(lines[j], "Result  (")) {
+        continue;
+      }
+      ready_locked_in_order = absl::StrContains(lines[j], "LockRows  (");
+      break;
+    }
+  }
+  EXPECT_TRUE(ready_locked_in_order) << plan;
+  EXPECT_THAT(plan, HasSubstr("q_plans_sluice_delayed")) << plan;
+  EXPECT_THAT(plan, HasSubstr("q_plans_sluice_read")) << plan;
+  EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
+}
+
+// The claim's choice keeps a generic plan, made once per connection, so it
+// must walk the same indexes whatever the queue held when it was made:
+// nothing, a head of delayed messages (scheduled jobs, retries, Wait steps)
+// before a few visible ones, or half the messages visible.
+TEST_F(PostgresJobsTest, ClaimsChoice_WalksThePartialIndexes_OnAGenericPlan) {
   CreateQueue("plans");
-  Execute(
-      "INSERT INTO pgmq.q_plans (vt, message, headers) SELECT now() + "
-      "CASE WHEN i <= 20000 THEN interval '1 hour' ELSE interval '-1 hour' "
-      "END, '{}', jsonb_build_object('sluice_priority', 0, 'sluice_seq', "
+  const std::vector<std::string> fillings = {
+      "",
+      "INSERT INTO pgmq.q_plans (vt, message, headers) SELECT now() + CASE "
+      "WHEN i <= 20000 THEN interval '1 hour' ELSE interval '-1 hour' END, "
+      "'{}', jsonb_build_object('sluice_priority', 0, 'sluice_seq', "
       "nextval('sluice.message_seq')) FROM generate_series(1, 20010) AS i; "
-      "UPDATE pgmq.q_plans SET read_ct = 1 WHERE msg_id % 100 = 0; ANALYZE");
-  absl::StatusOr<Session> session =
-      SessionPlanning(db_->url(), "force_custom_plan");
-  ASSERT_TRUE(session.ok()) << session.status();
+      "UPDATE pgmq.q_plans SET read_ct = 1 WHERE msg_id % 100 = 0",
+      "DELETE FROM pgmq.q_plans; INSERT INTO pgmq.q_plans (vt, message, "
+      "headers) SELECT now() + CASE WHEN i % 2 = 0 THEN interval '1 hour' "
+      "ELSE interval '-1 hour' END, '{}', jsonb_build_object("
+      "'sluice_priority', i % 10, 'sluice_seq', "
+      "nextval('sluice.message_seq')) FROM generate_series(1, 20000) AS i"};
   const postgres_internal::QueueSql queue("plans");
   const std::string now = postgres_internal::FormatTimestamp(absl::Now());
   const std::string later = "2100-01-01 00:00:00+00";
-  for (const std::string* read : {&queue.read_all, &queue.read_no_payloads}) {
-    const std::string plan =
-        PlanText(*session, *read, {now, later, "10", "plans"});
-    EXPECT_THAT(plan, HasSubstr("Bitmap Index Scan on q_plans_sluice_unread"))
-        << plan;
-    EXPECT_THAT(plan, HasSubstr("Bitmap Index Scan on q_plans_sluice_read"))
-        << plan;
-    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
+  for (const std::string& filling : fillings) {
+    SCOPED_TRACE(filling.empty() ? "empty" : filling.substr(0, 60));
+    if (!filling.empty()) Execute(filling);
+    Execute("ANALYZE");
+    absl::StatusOr<Session> session = Session::Open(db_->url());
+    ASSERT_TRUE(session.ok()) << session.status();
+    ASSERT_TRUE(
+        session->Execute(postgres_internal::sql::kGenericPlans, "mode").ok());
+    for (const std::string* read :
+         {&queue.read_all, &queue.read_no_payloads, &queue.read_with_tasks_all,
+          &queue.read_with_tasks_state}) {
+      EXPECT_TRUE(postgres_internal::sql::WantsGenericPlan(*read));
+      ExpectChoosesByThePartialIndexes(
+          GenericPlanText(*session, *read, {now, later, "10", "plans"}));
+    }
+    EXPECT_TRUE(postgres_internal::sql::WantsGenericPlan(queue.claim_lock));
+    ExpectChoosesByThePartialIndexes(
+        GenericPlanText(*session, queue.claim_lock, {now, "10", "plans"}));
   }
-  const std::string plan =
-      PlanText(*session, queue.claim_lock, {now, "10", "plans"});
-  EXPECT_THAT(plan, HasSubstr("Bitmap Index Scan on q_plans_sluice_unread"))
-      << plan;
-  EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
-  EXPECT_THAT(plan, Not(HasSubstr("q_plans_sluice_claim"))) << plan;
 }
 
 TEST_F(PostgresJobsTest,
-       ClaimAndNextVisible_WalkIndexes_WithStaleOrFreshStatistics) {
+       NextVisibleAndListings_WalkIndexes_WithStaleOrFreshStatistics) {
   CreateQueue("plans");
   Execute("ANALYZE");
   // 20,000 messages (priorities 0-9, half of them invisible) and runs, first
@@ -125,25 +173,8 @@ TEST_F(PostgresJobsTest,
   for (bool analyzed : {false, true}) {
     if (analyzed) Execute("ANALYZE");
     SCOPED_TRACE(analyzed ? "fresh statistics" : "stale statistics");
-    for (const std::string* read : {&queue.read_all, &queue.read_no_payloads}) {
-      // Half the messages are visible now.
-      std::string plan =
-          PlanText(*session, *read,
-                   {postgres_internal::FormatTimestamp(absl::Now()), now, "10",
-                    "plans"});
-      EXPECT_THAT(plan, HasSubstr("q_plans_sluice_claim")) << plan;
-      EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
-      EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
-    }
-    // The one-trip claim chooses its messages the same way.
-    std::string plan = PlanText(
-        *session, queue.claim_lock,
-        {postgres_internal::FormatTimestamp(absl::Now()), "10", "plans"});
-    EXPECT_THAT(plan, HasSubstr("q_plans_sluice_claim")) << plan;
-    EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
-    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
-    plan = PlanText(*session, queue.next_visible, {now});
-    EXPECT_THAT(plan, HasSubstr("q_plans_sluice_unread")) << plan;
+    std::string plan = PlanText(*session, queue.next_visible, {now});
+    EXPECT_THAT(plan, HasSubstr("q_plans_sluice_delayed")) << plan;
     EXPECT_THAT(plan, HasSubstr("q_plans_sluice_read")) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Sort"))) << plan;
     EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
@@ -301,18 +332,6 @@ TEST_F(PostgresJobsTest,
   }
 }
 
-// The plan a session in generic mode keeps for `sql`: prepared, then
-// explained for `params` (literals), which shows the generic plan.
-std::string GenericPlanText(postgres_internal::Session& session,
-                            std::string_view sql,
-                            const std::vector<std::string>& params) {
-  std::string arguments;
-  for (size_t i = 0; i < params.size(); ++i) {
-    StrAppend(&arguments, i == 0 ? "" : ", ", "'", params[i], "'");
-  }
-  return PreparedPlanText(session, sql, arguments);
-}
-
 // Statements marked for a generic plan (pg_sql.h) keep the first plan
 // their connection makes, so they must use indexes even when that plan was
 // made while the tables looked empty: no table scan, and every index scan
@@ -424,7 +443,7 @@ TEST_F(PostgresJobsTest,
   const std::string next =
       GenericPlanText(*session, queue.next_visible, {"2030-01-01 00:00:00+00"});
   for (std::string_view index :
-       {"q_plans_sluice_unread", "q_plans_sluice_read"}) {
+       {"q_plans_sluice_delayed", "q_plans_sluice_read"}) {
     EXPECT_THAT(next, HasSubstr(StrCat("using ", index, " "))) << next;
   }
   EXPECT_EQ(Occurrences(next, "Index Cond: (vt > $1)"), 2) << next;

@@ -58,15 +58,18 @@ TEST_F(PostgresUpgradeTest, Version2Database_WithQueuedMessages_Migrates) {
   absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
   ASSERT_TRUE(report.ok()) << report.status();
   EXPECT_TRUE(report->ok()) << report->ToString();
-  // The queue's indexes are Sluice's (migrations 0003, 0012 and 0016):
-  // pgmq's index of every vt gave way to one of unread messages.
-  EXPECT_EQ(
-      QueryText(url,
-                "SELECT to_regclass('pgmq.q_old_q_sluice_claim') "
-                "IS NOT NULL AND to_regclass('pgmq.q_old_q_sluice_read') "
-                "IS NOT NULL AND to_regclass('pgmq.q_old_q_sluice_unread') "
-                "IS NOT NULL AND to_regclass('pgmq.q_old_q_vt_idx') IS NULL"),
-      "t");
+  // The queue's indexes are Sluice's (migrations 0003, 0012, 0016 and
+  // 0017): pgmq's index of every vt and the claim order of every message
+  // gave way to one partial index each of ready, delayed and read messages.
+  EXPECT_EQ(QueryText(url,
+                      "SELECT to_regclass('pgmq.q_old_q_sluice_ready') "
+                      "IS NOT NULL AND to_regclass('pgmq.q_old_q_sluice_read') "
+                      "IS NOT NULL AND "
+                      "to_regclass('pgmq.q_old_q_sluice_delayed') IS NOT NULL "
+                      "AND num_nulls(to_regclass('pgmq.q_old_q_vt_idx'), "
+                      "to_regclass('pgmq.q_old_q_sluice_claim'), "
+                      "to_regclass('pgmq.q_old_q_sluice_unread')) = 3"),
+            "t");
 
   absl::StatusOr<std::unique_ptr<Backend>> backend = OpenPostgres(url);
   ASSERT_TRUE(backend.ok()) << backend.status();

@@ -50,15 +50,39 @@ std::string Send(std::string_view live, int first) {
                 "ORDER BY m.ord RETURNING msg_id");
 }
 
-// The condition of a claim's choice of messages: visible at $1. Spelled out
-// for unread and read messages apart so that, where few messages are
-// visible (a head of delayed ones), the planner can take them from the two
-// partial vt indexes (migration 0016) and sort them, instead of walking the
-// claim order past every delayed one; where many are, it walks the claim
-// order (decision 0077).
-constexpr std::string_view kVisibleNow =
-    "((read_ct = 0 AND vt <= $1::timestamptz) OR "
-    "(read_ct > 0 AND vt <= $1::timestamptz))";
+// The messages visible at $`now` that a claim takes, at most $`limit`,
+// locked (skipping those another transaction holds), in claim order:
+// (msg_id, priority, seq). Migration 0017 puts each message in one of three
+// partial indexes, and each has one branch here: the ready ones walked in
+// claim order, the delayed and the read ones that are due read by vt and
+// sorted (usually none are). Every branch has one index that serves it, so
+// a generic plan serves them all (decision 0079). A ready message was sent
+// visible, so its branch needs no time. A paused queue (the registry row
+// named $`name`) yields nothing: a one-time filter in each branch.
+std::string ChooseMessages(std::string_view live, int now, int limit,
+                           int name) {
+  // Claim order: the ready index's, kept in pgmq's `headers` (migration
+  // 0003).
+  const std::string order =
+      StrCat(PriorityOf(""), " DESC NULLS LAST, ", SeqOf(""));
+  const auto branch = [&](std::string_view condition) {
+    return StrCat("SELECT * FROM (SELECT msg_id, ", PriorityOf(""),
+                  " AS claim_priority, ", SeqOf(""), " AS claim_seq FROM ",
+                  live, " WHERE ", condition,
+                  " AND NOT EXISTS (SELECT 1 FROM sluice.queues WHERE name = $",
+                  name, " AND paused) ORDER BY ", order, " LIMIT $", limit,
+                  " FOR UPDATE SKIP LOCKED)");
+  };
+  const std::string due = StrCat(" AND vt <= $", now, "::timestamptz");
+  return StrCat(
+      "SELECT msg_id, claim_priority, claim_seq FROM (",
+      branch("read_ct = 0 AND vt <= enqueued_at"), " AS ready UNION ALL ",
+      branch(StrCat("read_ct = 0 AND vt > enqueued_at", due)),
+      " AS delayed UNION ALL ", branch(StrCat("read_ct > 0", due)),
+      " AS read) AS chosen ORDER BY claim_priority DESC NULLS LAST, claim_seq, "
+      "msg_id LIMIT $",
+      limit);
+}
 
 // The GUC through which QueueSql::claim_lock hands the messages it locked
 // to QueueSql::claim, in the same transaction and round trip.
@@ -151,10 +175,6 @@ std::string QueueChannel(std::string_view queue) {
 QueueSql::QueueSql(std::string_view queue) {
   const std::string live = QueueTable("q_", queue);
   const std::string archived = QueueTable("a_", queue);
-  // Claim order, kept in pgmq's `headers` (see migration 0003): the
-  // expressions match the claim index exactly, so the planner walks it.
-  const std::string claim_order =
-      StrCat(PriorityOf(""), " DESC NULLS LAST, ", SeqOf(""));
   // Message columns: msg_id, read_ct, enqueued_at, vt, priority.
   const std::string columns =
       StrCat("q.msg_id, q.read_ct, q.enqueued_at, q.vt, coalesce(",
@@ -172,25 +192,22 @@ QueueSql::QueueSql(std::string_view queue) {
       "FROM sent) ",
       sql::kInsertTasksHead, "ids.msg_id", sql::kInsertTasksTail,
       " JOIN ids ON ids.ord = i.ord CROSS JOIN runs_exist ORDER BY i.ord");
-  // The subquery walks the claim index from the top and skips rows other
-  // transactions hold, like pgmq.read. `= ANY(ARRAY(...))` makes the ids it
-  // locks an index condition, so the update never scans the table (IN
-  // could be planned as a semi-join over the whole queue). A paused queue
-  // yields nothing: the registry check is a one-time filter.
+  // The subquery chooses as a claim does (ChooseMessages), like pgmq.read
+  // it skips rows other transactions hold. `= ANY(ARRAY(...))` makes the
+  // ids it locks an index condition, so the update never scans the table
+  // (IN could be planned as a semi-join over the whole queue).
   const std::string read = StrCat(
       "UPDATE ", live,
       " AS q SET vt = $2::timestamptz, read_ct = q.read_ct + 1 WHERE q.msg_id "
-      "= ANY(ARRAY(SELECT msg_id FROM ",
-      live, " WHERE ", kVisibleNow,
-      " AND NOT EXISTS (SELECT 1 FROM "
-      "sluice.queues WHERE name = $4 AND paused) ORDER BY ",
-      claim_order, " LIMIT $3 FOR UPDATE SKIP LOCKED)) RETURNING ",
-      PriorityOf("q."), ", ", SeqOf("q."), ", ", columns);
-  read_all = StrCat(read, ", q.message");
-  read_no_payloads = read;
+      "= ANY(ARRAY(SELECT msg_id FROM (",
+      ChooseMessages(live, 1, 3, 4), ") AS c)) RETURNING ", PriorityOf("q."),
+      ", ", SeqOf("q."), ", ", columns);
+  read_all = StrCat(sql::kGenericPlan, read, ", q.message");
+  read_no_payloads = StrCat(sql::kGenericPlan, read);
   // The tasks table is not written by the update, so the join sees them as
   // GetTasksByMessage would; tasks_by_message finds each message's task.
   const std::string with_tasks = StrCat(
+      sql::kGenericPlan,
       "WITH m (claim_priority, claim_seq, msg_id, read_ct, enqueued_at, vt, "
       "priority) AS (",
       read,
@@ -201,16 +218,12 @@ QueueSql::QueueSql(std::string_view queue) {
       "t.message_id = m.msg_id";
   read_with_tasks_all = StrCat(with_tasks, sql::kTaskAll.view(), tasks_join);
   read_with_tasks_state = StrCat(with_tasks, sql::kTaskState, tasks_join);
-  // The claim's choice of messages is the read's, planned per execution;
-  // the rest of the claim keeps a generic plan (ClaimSql).
-  claim_lock = StrCat(
-      "SELECT set_config(", kClaimedMessages,
-      ", coalesce(string_agg(msg_id::text, ','), ''), true) FROM (SELECT "
-      "msg_id FROM ",
-      live, " WHERE ", kVisibleNow,
-      " AND NOT EXISTS (SELECT 1 FROM "
-      "sluice.queues WHERE name = $3 AND paused) ORDER BY ",
-      claim_order, " LIMIT $2 FOR UPDATE SKIP LOCKED) AS m");
+  // The claim's choice of messages is the read's; the rest of the claim is
+  // ClaimSql. Both keep generic plans.
+  claim_lock = StrCat(sql::kGenericPlan, "SELECT set_config(", kClaimedMessages,
+                      ", coalesce(string_agg(msg_id::text, ','), ''), true) "
+                      "FROM (",
+                      ChooseMessages(live, 1, 2, 3), ") AS m");
   claim = ClaimSql(live);
   // to_tail takes a new sequence number; otherwise the message keeps its
   // place.
@@ -222,16 +235,17 @@ QueueSql::QueueSql(std::string_view queue) {
       "FROM unnest($1::bigint[], $2::timestamptz[], $3::bool[]) AS "
       "u(msg_id, vt, to_tail) WHERE q.msg_id = u.msg_id "
       "AND q.msg_id = ANY($1::bigint[])");
-  // The earlier of one probe into each of the queue's partial vt indexes
-  // (migration 0016): only they serve both a branch's condition and its
-  // order, so a generic plan walks them whatever the statistics said
-  // (decisions 0072, 0077).
-  const auto earliest = [&](std::string_view read) {
-    return StrCat("(SELECT vt FROM ", live, " WHERE read_ct ", read,
+  // The earlier of one probe into each partial vt index (migration 0017):
+  // only they serve both a branch's condition and its order, so a generic
+  // plan walks them whatever the statistics said (decisions 0072, 0079).
+  // A ready message was visible when sent.
+  const auto earliest = [&](std::string_view which) {
+    return StrCat("(SELECT vt FROM ", live, " WHERE ", which,
                   " AND vt > $1::timestamptz ORDER BY vt LIMIT 1)");
   };
-  next_visible = StrCat(sql::kGenericPlan, "SELECT least(", earliest("= 0"),
-                        ", ", earliest("> 0"), ")");
+  next_visible = StrCat(sql::kGenericPlan, "SELECT least(",
+                        earliest("read_ct = 0 AND vt > enqueued_at"), ", ",
+                        earliest("read_ct > 0"), ")");
   archive = StrCat(
       sql::kGenericPlan, "WITH moved AS (DELETE FROM ", live,
       " WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, read_ct, "

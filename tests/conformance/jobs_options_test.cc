@@ -19,6 +19,30 @@ TEST_P(JobsOptions, HigherPriorityIsClaimedFirst_ThenInEnqueueOrder) {
   EXPECT_EQ(ClaimRuns(job, 10), (std::vector<RunId>{mid1, mid2, low1}));
 }
 
+// Delayed jobs that came due and retries whose backoff ended are claimed in
+// the same order as jobs sent visible: priority, then enqueue order.
+TEST_P(JobsOptions, DueDelayedJobsAndRetries_TakeTheirPlaceInClaimOrder) {
+  Job job = EchoJob(
+      "echo", {.backoff = Backoff{BackoffKind::kFixed, absl::Seconds(5)}});
+  DeployJob(job);
+  RunId retried = Enqueue(job, J("1"), {.priority = 3}).run_id;
+  std::vector<ClaimedTask> first = Claim(job.flow());
+  ASSERT_EQ(first.size(), 1u);
+  Fail(first[0], absl::InternalError("again"));
+  RunId delayed_low = Enqueue(job, J("2"), {.delay = absl::Seconds(2)}).run_id;
+  RunId ready_low = Enqueue(job, J("3")).run_id;
+  RunId delayed_high =
+      Enqueue(job, J("4"), {.priority = 5, .delay = absl::Seconds(2)}).run_id;
+  RunId ready_mid = Enqueue(job, J("5"), {.priority = 1}).run_id;
+  RunId later = Enqueue(job, J("6"), {.delay = absl::Minutes(1)}).run_id;
+  clock().Advance(absl::Seconds(10));
+  EXPECT_EQ(ClaimRuns(job, 3),
+            (std::vector<RunId>{delayed_high, retried, ready_mid}));
+  EXPECT_EQ(ClaimRuns(job), (std::vector<RunId>{delayed_low, ready_low}));
+  clock().Advance(absl::Minutes(1));
+  EXPECT_EQ(ClaimRuns(job), std::vector<RunId>{later});
+}
+
 TEST_P(JobsOptions, TheJobsPriorityIsTheDefault_AndAnItemsWins) {
   Job job = EchoJob("urgent", {.priority = 4});
   DeployJob(job);
