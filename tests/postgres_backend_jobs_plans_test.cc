@@ -437,6 +437,19 @@ TEST_F(PostgresJobsTest,
                                    << text;
     }
   }
+  // The claim updates the task rows it locked by their versions and each
+  // message by its id, so no plan can join the batch's messages or tasks
+  // in a loop that compares every one with every other (decision 0079).
+  // The claim is last above; only its few steps are matched by a filter.
+  const std::string claim =
+      GenericPlanText(*session, queue.claim, statements.back().params);
+  EXPECT_THAT(claim, HasSubstr("Tid Scan on tasks")) << claim;
+  for (const std::string& line :
+       std::vector<std::string>(absl::StrSplit(claim, '\n'))) {
+    if (!absl::StrContains(line, "Join Filter:")) continue;
+    EXPECT_THAT(line, Not(HasSubstr("msg_id"))) << claim;
+    EXPECT_THAT(line, Not(HasSubstr("run_id"))) << claim;
+  }
   // The next visible time is not a lookup by key: it walks each partial vt
   // index from $1 and stops at the first row.
   EXPECT_TRUE(sql::WantsGenericPlan(queue.next_visible));

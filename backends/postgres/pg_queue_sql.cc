@@ -93,15 +93,21 @@ constexpr std::string_view kClaimedMessages = "'sluice.claim_messages'";
 // timeout override is found by its key in the stored text, which is never
 // parsed, so a row the engine can't read can't fail the statement). Every
 // write is conditional on all of `j` being plain: an unplain read changes
-// nothing, and the engine claims that batch itself. `l` locks the tasks,
-// skipping (never waiting for) those another transaction holds, and `c` is
-// the claim's compare-and-set. The messages are then hidden for the lease,
-// or briefly where the task was lost. The statement keeps a generic plan,
-// made once per connection and perhaps on empty tables, so every scan of a
-// table is by key: each `= ANY(...)` and the lateral lookup (its LIMIT
-// keeps the planner from flattening it into a join that filters the
-// queue's tasks) are index conditions; and the claimed ids are an array,
-// not a join (a generic plan joins CTEs in nested loops).
+// nothing, and the engine claims that batch itself. `l` is the claim's
+// compare-and-set: it locks the tasks still queued in the attempt `j` read
+// (the lock rechecks that on the latest row), skipping (never waiting for)
+// those another transaction holds, and names each row version it locked.
+// `c` updates exactly those versions. A task another transaction changed
+// after the statement began is then not updated, since the statement cannot
+// see that version: the claim loses it, as it loses a held one. The
+// messages are then hidden for the lease, or briefly where the task was
+// lost. The statement keeps a generic plan, made once per connection and
+// perhaps on empty tables, so every scan of a table is by key: each
+// `= ANY(...)` and the lateral lookups (the LIMIT keeps the planner from
+// flattening the first into a join that filters the queue's tasks) are
+// index or TID conditions; and what passes between the parts is arrays,
+// not joins (a generic plan joins CTEs in nested loops, which once
+// compared every claimed task with every locked one).
 std::string ClaimSql(std::string_view live) {
   return StrCat(
       sql::kGenericPlan, "WITH m AS MATERIALIZED (SELECT msg_id, ",
@@ -112,31 +118,32 @@ std::string ClaimSql(std::string_view live) {
       "s AS (SELECT * FROM unnest($3::text[], $4::int[], $5::timestamptz[], "
       "$6::timestamptz[]) AS s(flow_slug, step_index, stall_at, vt)), "
       "j AS MATERIALIZED (SELECT m.msg_id, m.claim_priority, m.claim_seq, "
-      "s.stall_at AS lease_stall_at, s.vt AS lease_vt, coalesce(t.status = "
-      "'queued' AND s.flow_slug IS NOT NULL AND strpos(coalesce(t.options::"
-      "text, ''), '\"timeout_ms\"') = 0, false) AS plain, t.* FROM m LEFT "
-      "JOIN LATERAL (SELECT * FROM sluice.tasks AS t WHERE t.queue_name = $8 "
-      "AND t.message_id = m.msg_id LIMIT 1) AS t ON true LEFT JOIN s ON "
+      "coalesce(t.status = 'queued' AND s.flow_slug IS NOT NULL AND "
+      "strpos(coalesce(t.options::text, ''), '\"timeout_ms\"') = 0, false) "
+      "AS plain, t.* FROM m LEFT JOIN LATERAL (SELECT * FROM sluice.tasks "
+      "AS t WHERE t.queue_name = $8 AND t.message_id = m.msg_id LIMIT 1) AS "
+      "t ON true LEFT JOIN s ON "
       "s.flow_slug = t.flow_slug AND s.step_index = t.step_index), "
       "go AS (SELECT bool_and(plain) AS ok FROM j), "
-      "l AS MATERIALIZED (SELECT j.msg_id, j.run_id, j.step_index, "
-      "j.task_index, j.attempts, j.lease_stall_at FROM j CROSS JOIN LATERAL "
-      "(SELECT 1 FROM sluice.tasks AS t WHERE t.run_id = j.run_id AND "
-      "t.step_index = j.step_index AND t.task_index = j.task_index FOR NO KEY "
-      "UPDATE OF t SKIP LOCKED) AS x WHERE (SELECT ok FROM go)), "
+      "l AS MATERIALIZED (SELECT x.task FROM j CROSS JOIN LATERAL (SELECT "
+      "t.ctid AS task FROM sluice.tasks AS t WHERE t.run_id = j.run_id AND "
+      "t.step_index = j.step_index AND t.task_index = j.task_index AND "
+      "t.status = 'queued' AND t.attempts = j.attempts FOR NO KEY UPDATE OF "
+      "t SKIP LOCKED) AS x WHERE (SELECT ok FROM go)), "
       "c AS (UPDATE sluice.tasks AS t SET status = 'started', attempts = "
       "t.attempts + 1, started_at = $1::timestamptz, finished_at = NULL, "
-      "stall_at = l.lease_stall_at, worker_id = $7, output = NULL, "
-      "cancel_requested = false FROM l WHERE t.run_id = l.run_id AND "
-      "t.step_index = l.step_index AND t.task_index = l.task_index AND "
-      "t.run_id = ANY(ARRAY(SELECT run_id FROM l)) AND t.status = 'queued' "
-      "AND t.attempts = l.attempts RETURNING l.msg_id), "
+      "stall_at = (SELECT s.stall_at FROM s WHERE s.flow_slug = t.flow_slug "
+      "AND s.step_index = t.step_index LIMIT 1), worker_id = $7, "
+      "output = NULL, cancel_requested = false WHERE t.ctid = "
+      "ANY(ARRAY(SELECT task FROM l)) RETURNING t.message_id AS msg_id, "
+      "(SELECT s.vt FROM s WHERE s.flow_slug = t.flow_slug AND s.step_index "
+      "= t.step_index LIMIT 1) AS lease_vt), "
       "q AS (UPDATE ",
       live,
-      " AS q SET vt = CASE WHEN q.msg_id = ANY(ARRAY(SELECT msg_id FROM c)) "
-      "THEN j.lease_vt ELSE $2::timestamptz END, read_ct = q.read_ct + 1 "
-      "FROM j WHERE q.msg_id = j.msg_id AND q.msg_id = ANY(ARRAY(SELECT "
-      "msg_id FROM m)) AND (SELECT ok FROM go)) "
+      " AS q SET vt = coalesce((ARRAY(SELECT lease_vt FROM c ORDER BY "
+      "msg_id))[array_position(ARRAY(SELECT msg_id FROM c ORDER BY msg_id), "
+      "q.msg_id)], $2::timestamptz), read_ct = q.read_ct + 1 WHERE q.msg_id "
+      "= ANY(ARRAY(SELECT msg_id FROM m)) AND (SELECT ok FROM go)) "
       "SELECT (SELECT ok FROM go), t.msg_id = ANY(ARRAY(SELECT msg_id FROM "
       "c)), t.msg_id, ",
       sql::kTaskAll.view(),
