@@ -143,9 +143,11 @@ TEST_F(PostgresJobsTest, ClaimsChoice_WalksThePartialIndexes_OnAGenericPlan) {
       ExpectChoosesByThePartialIndexes(
           GenericPlanText(*session, *read, {now, later, "10", "plans"}));
     }
-    EXPECT_TRUE(postgres_internal::sql::WantsGenericPlan(queue.claim_lock));
+    EXPECT_TRUE(postgres_internal::sql::WantsGenericPlan(queue.claim));
     ExpectChoosesByThePartialIndexes(
-        GenericPlanText(*session, queue.claim_lock, {now, "10", "plans"}));
+        GenericPlanText(*session, queue.claim,
+                        {now, later, "{f}", "{0}", "{2030-01-01 00:01:00+00}",
+                         "{2030-01-01 00:01:00+00}", "w", "plans", "10"}));
   }
 }
 
@@ -386,17 +388,12 @@ TEST_F(PostgresJobsTest,
       {queue.delete_messages, {"{5}"}},
       {queue.claim,
        {"2030-01-01 00:00:00+00", "2030-01-01 00:00:01+00", "{f}", "{0}",
-        "{2030-01-01 00:01:00+00}", "{2030-01-01 00:01:00+00}", "w", "plans"}},
+        "{2030-01-01 00:01:00+00}", "{2030-01-01 00:01:00+00}", "w", "plans",
+        "10"}},
   };
   absl::StatusOr<Session> session = Session::Open(db_->url());
   ASSERT_TRUE(session.ok());
   ASSERT_TRUE(session->Execute(sql::kGenericPlans, "generic plans").ok());
-  // The messages claim_lock would have noted for the claim.
-  ASSERT_TRUE(session
-                  ->Execute("SELECT set_config('sluice.claim_messages', "
-                            "'5,6', false)",
-                            "claimed messages")
-                  .ok());
   // Each table's unique keys: a lookup by key walks one of them. (An index
   // that merely ends with the key would be walked whole: a plan made on an
   // empty table can pick one, as cheap as the key while there are no rows.)
@@ -417,6 +414,9 @@ TEST_F(PostgresJobsTest,
         if (absl::StrContains(lines[i], table)) allowed = &indexes;
       }
       if (allowed == nullptr || !absl::StrContains(lines[i], "Scan")) continue;
+      // The claim's choice of messages walks them in order
+      // (ExpectChoosesByThePartialIndexes).
+      if (absl::StrContains(lines[i], " using q_plans_sluice_")) continue;
       bool by_key = absl::StrContains(lines[i], "Tid Scan");
       for (const std::string& index : *allowed) {
         by_key |= absl::StrContains(lines[i], StrCat(" using ", index, " "));

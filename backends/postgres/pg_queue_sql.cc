@@ -84,19 +84,15 @@ std::string ChooseMessages(std::string_view live, int now, int limit,
       limit);
 }
 
-// The GUC through which QueueSql::claim_lock hands the messages it locked
-// to QueueSql::claim, in the same transaction and round trip.
-constexpr std::string_view kClaimedMessages = "'sluice.claim_messages'";
-
-// QueueSql::claim. `m` is the messages claim_lock locked; `j` pairs each
-// with its task and says whether the engine would simply claim it (a
-// timeout override is found by its key in the stored text, which is never
-// parsed, so a row the engine can't read can't fail the statement). Every
-// write is conditional on all of `j` being plain: an unplain read changes
-// nothing, and the engine claims that batch itself. `l` is the claim's
-// compare-and-set: it locks the tasks still queued in the attempt `j` read
-// (the lock rechecks that on the latest row), skipping (never waiting for)
-// those another transaction holds, and names each row version it locked.
+// QueueSql::claim. `m` is the messages it chooses and locks, as a read
+// would (ChooseMessages); `j` pairs each with its task and says whether the
+// engine would simply claim it (a timeout override is found by its key in the
+// stored text, which is never parsed, so a row the engine can't read can't fail
+// the statement). Every write is conditional on all of `j` being plain: an
+// unplain read changes nothing, and the engine claims that batch itself. `l` is
+// the claim's compare-and-set: it locks the tasks still queued in the attempt
+// `j` read (the lock rechecks that on the latest row), skipping (never waiting
+// for) those another transaction holds, and names each row version it locked.
 // `c` updates exactly those versions. A task another transaction changed
 // after the statement began is then not updated, since the statement cannot
 // see that version: the claim loses it, as it loses a held one. The
@@ -110,11 +106,9 @@ constexpr std::string_view kClaimedMessages = "'sluice.claim_messages'";
 // compared every claimed task with every locked one).
 std::string ClaimSql(std::string_view live) {
   return StrCat(
-      sql::kGenericPlan, "WITH m AS MATERIALIZED (SELECT msg_id, ",
-      PriorityOf(""), " AS claim_priority, ", SeqOf(""), " AS claim_seq FROM ",
-      live, " WHERE msg_id = ANY(string_to_array(current_setting(",
-      kClaimedMessages,
-      "), ',')::bigint[])), "
+      sql::kGenericPlan, "WITH m AS MATERIALIZED (",
+      ChooseMessages(live, 1, 9, 8),
+      "), "
       "s AS (SELECT * FROM unnest($3::text[], $4::int[], $5::timestamptz[], "
       "$6::timestamptz[]) AS s(flow_slug, step_index, stall_at, vt)), "
       "j AS MATERIALIZED (SELECT m.msg_id, m.claim_priority, m.claim_seq, "
@@ -225,12 +219,6 @@ QueueSql::QueueSql(std::string_view queue) {
       "t.message_id = m.msg_id";
   read_with_tasks_all = StrCat(with_tasks, sql::kTaskAll.view(), tasks_join);
   read_with_tasks_state = StrCat(with_tasks, sql::kTaskState, tasks_join);
-  // The claim's choice of messages is the read's; the rest of the claim is
-  // ClaimSql. Both keep generic plans.
-  claim_lock = StrCat(sql::kGenericPlan, "SELECT set_config(", kClaimedMessages,
-                      ", coalesce(string_agg(msg_id::text, ','), ''), true) "
-                      "FROM (",
-                      ChooseMessages(live, 1, 2, 3), ") AS m");
   claim = ClaimSql(live);
   // to_tail takes a new sequence number; otherwise the message keeps its
   // place.

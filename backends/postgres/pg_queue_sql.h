@@ -38,15 +38,12 @@ struct QueueSql {
   // then the task's columns (pg_sql.h kTaskAll or kTaskState).
   std::string read_with_tasks_all;
   std::string read_with_tasks_state;
-  // OneTripClaims::ClaimAndCommit's two statements, sent together.
-  // claim_lock: $1 now, $2 limit, $3 the queue's registered name; locks the
-  // messages a read would take and notes their ids for claim, in the
-  // transaction. claim: $1 now, $2 the lost messages' vt, $3..$6 the
-  // claimable steps (flow_slug text[], step_index int[], stall_at and vt
-  // timestamptz[]), $7 worker_id, $8 the queue's name. Rows, in claim
-  // order: plain, claimed, msg_id, then the task's kTaskAll columns as
-  // read (NULL if none).
-  std::string claim_lock;
+  // OneTripClaims::ClaimAndCommit's statement: $1 now, $2 the lost
+  // messages' vt, $3..$6 the claimable steps (flow_slug text[], step_index
+  // int[], stall_at and vt timestamptz[]), $7 worker_id, $8 the queue's
+  // registered name, $9 limit. Chooses and locks the messages a read would
+  // take. Rows, in claim order: plain, claimed, msg_id, then the task's
+  // kTaskAll columns as read (NULL if none).
   std::string claim;
   // $1 msg_id[], $2 vt[], $3 to_tail bool[] (one entry per message).
   std::string set_visibility;

@@ -217,8 +217,6 @@ absl::StatusOr<internal::ServerClaimed> PgTables::ClaimOnServer(
     visible.Time(step.visible_until);
   }
   const QueueSql& statements = connection_.StatementsFor(claim.queue);
-  const Params lock_params =
-      Params().Time(claim.now).Int(claim.limit).Text(claim.queue);
   Params params;
   params.Time(claim.now)
       .Time(claim.lost_visible_until)
@@ -227,19 +225,19 @@ absl::StatusOr<internal::ServerClaimed> PgTables::ClaimOnServer(
       .Array(std::move(stalls))
       .Array(std::move(visible))
       .Text(claim.worker_id)
-      .Text(claim.queue);
+      .Text(claim.queue)
+      .Int(claim.limit);
   const Params next_params = Params().Time(claim.now);
   const std::string queue(claim.queue);
   const Connection::Statement all[] = {
-      {statements.claim_lock, lock_params, {"ClaimAndCommit", queue}},
       {statements.claim, params, {"ClaimAndCommit", queue}},
       {statements.next_visible, next_params, {"NextVisibleAt", queue}}};
   SLUICE_ASSIGN_OR_RETURN(std::vector<Result> results,
                           connection_.QueryAllThenControl(
-                              std::span(all, claim.read_next_visible ? 3 : 2),
+                              std::span(all, claim.read_next_visible ? 2 : 1),
                               then.sql, {"Commit", {}}, *then.result));
   internal::ServerClaimed claimed;
-  const Result& rows = results[1];
+  const Result& rows = results[0];
   for (int i = 0; i < rows.rows(); ++i) {
     Row row = rows.row(i);
     claimed.plain = row.Bool();
@@ -252,7 +250,7 @@ absl::StatusOr<internal::ServerClaimed> PgTables::ClaimOnServer(
     claimed.tasks.push_back(std::move(task));
   }
   if (claim.read_next_visible) {
-    Row row = results[2].row(0);
+    Row row = results[1].row(0);
     claimed.next_visible_at = row.OptionalTime();
     SLUICE_RETURN_IF_ERROR(row.status());
   }
