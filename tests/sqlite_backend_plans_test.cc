@@ -46,6 +46,9 @@ struct PlannedStatement {
   // It may sort rows that tie on the index's leading column (lazily, one
   // group of ties at a time), never the whole result.
   bool sorts_ties = false;
+  // It sorts its rows: the due delayed or read messages of a claim, which
+  // it reads only when a probe found some (sqlite_sql.h kAnyDue).
+  bool sorts_due = false;
 };
 
 // How the plan names each kind of search.
@@ -63,7 +66,12 @@ constexpr std::string_view kMessage =
     "USING PRIMARY KEY (queue_name=? AND message_id=?)";
 // The claim order itself: no sort.
 constexpr std::string_view kClaimOrder =
-    "USING INDEX messages_claim (queue_name=?)";
+    "USING INDEX messages_ready (queue_name=?)";
+// The delayed or read messages due, by visible_at.
+constexpr std::string_view kDelayedDue =
+    "messages_delayed (queue_name=? AND visible_at<?)";
+constexpr std::string_view kReadDue =
+    "messages_read (queue_name=? AND visible_at<?)";
 // A walk of the rows bound to sluice_rows(?n), in their order; a search of
 // them by c0, or by c0 and c1.
 constexpr std::string_view kBatch = "VIRTUAL TABLE INDEX 1:";
@@ -157,18 +165,29 @@ std::vector<PlannedStatement> QueueAndOtherStatements() {
       {"TakeStaleReports", sql::kTakeStaleReports, {"outbox_by_created"}},
       {"ReserveMessageIds", sql::kReserveMessageIds, {"PRIMARY KEY"}},
       {"InsertMessages", sql::kInsertMessages, {kBatch}},
-      {"ChooseMessages", sql::kChooseMessages.all, {kClaimOrder}},
-      {"ChooseMessagesNoPayloads",
-       sql::kChooseMessages.no_payloads,
-       {kClaimOrder}},
+      {"ChooseReady", sql::kChooseReady.all, {kClaimOrder}},
+      {"ChooseReadyNoPayloads", sql::kChooseReady.no_payloads, {kClaimOrder}},
+      {"AnyDue", sql::kAnyDue, {kDelayedDue, kReadDue}},
+      {"ChooseDelayed",
+       sql::kChooseDelayed.all,
+       {kDelayedDue},
+       {},
+       false,
+       /*sorts_due=*/true},
+      {"ChooseRead",
+       sql::kChooseRead.no_payloads,
+       {kReadDue},
+       {},
+       false,
+       /*sorts_due=*/true},
       {"HideMessages", sql::kHideMessages, {kMessage}},
       {"SetVisibility", sql::kSetVisibility, {kMessage}},
       {"SetVisibilityToTail", sql::kSetVisibilityToTail, {kMessage}},
       {"ReserveSeqs", sql::kReserveSeqs, {"PRIMARY KEY"}},
       {"NextVisibleAt",
        sql::kNextVisibleAt,
-       {"USING COVERING INDEX messages_visible (queue_name=? AND "
-        "visible_at>?)"}},
+       {"messages_delayed (queue_name=? AND visible_at>?)",
+        "messages_read (queue_name=? AND visible_at>?)"}},
       {"CopyToArchive", sql::kCopyToArchive, {kBatch, "PRIMARY KEY"}},
       {"DeleteMessages", sql::kDeleteMessages, {kBatch, "PRIMARY KEY"}},
       {"LookupLive", sql::kLookupLive, {kMessage}},
@@ -254,7 +273,7 @@ std::vector<PlannedStatement> JobStatements() {
        {"sqlite_autoindex_tasks_2 (queue_name=?)", kMessage}},
       {"CountTasksInFlight",
        sql::kCountTasksInFlight,
-       {"messages_visible (queue_name=?)",
+       {"PRIMARY KEY (queue_name=?)",
         "sqlite_autoindex_tasks_2 (queue_name=? AND message_id=?)"}},
       {"AppendAttempts", sql::kAppendAttempts, {kBatch}},
       {"ListAttempts", sql::kListAttempts, {kRowsOfRun}},
@@ -281,8 +300,8 @@ std::vector<PlannedStatement> VersionStatements() {
       {"GetAlias", sql::kGetAlias, {"PRIMARY KEY (alias=?)"}},
       // As the queue registry: a row per alias, and listing reads them all.
       {"ListAliases", sql::kListAliases, {"SCAN aliases"}, "SCAN aliases"},
-      // Either the primary key or messages_visible: both are searched by
-      // queue_name.
+      // By the primary key or one of the partial indexes of messages: each
+      // is searched by queue_name.
       {"DeleteQueueMessages", sql::kDeleteQueueMessages, {"(queue_name=?)"}},
       {"DeleteQueueArchive",
        sql::kDeleteQueueArchive,
@@ -360,7 +379,10 @@ void ExpectIndexedPlans(RawDatabase& raw) {
     for (std::string_view expected : statement.plan) {
       EXPECT_THAT(joined, HasSubstr(expected)) << statement.name;
     }
-    if (statement.sorts_ties) {
+    if (statement.sorts_due) {
+      EXPECT_THAT(joined, HasSubstr("USE TEMP B-TREE FOR ORDER BY"))
+          << statement.name;
+    } else if (statement.sorts_ties) {
       EXPECT_THAT(joined, Not(HasSubstr("USE TEMP B-TREE FOR ORDER BY")))
           << statement.name;
     } else {
@@ -456,7 +478,7 @@ int64_t ClaimSteps(const std::string& path, int queued, int limit) {
   sqlite3* db = nullptr;
   EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
   EXPECT_EQ(sqlite3_exec(db, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
-  const std::string_view sql = sqlite_internal::sql::kChooseMessages.all;
+  const std::string_view sql = sqlite_internal::sql::kChooseReady.all;
   sqlite3_stmt* read = nullptr;
   EXPECT_EQ(sqlite3_prepare_v2(db, sql.data(), static_cast<int>(sql.size()),
                                &read, nullptr),

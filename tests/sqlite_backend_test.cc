@@ -70,7 +70,7 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
                        "AND name NOT LIKE 'sqlite_%' ORDER BY name"),
               ElementsAre("child_links_by_status", "child_links_pending",
                           "child_links_uncascaded", "dedupe_expiring",
-                          "messages_claim", "messages_visible",
+                          "messages_delayed", "messages_read", "messages_ready",
                           "outbox_by_created", "runs_by_flow", "runs_by_key",
                           "runs_by_start", "runs_by_status", "runs_finished",
                           "runs_finished_by_flow_status", "tasks_stalled"));

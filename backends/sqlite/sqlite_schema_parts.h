@@ -31,10 +31,13 @@
 // and options are read by every read, so they come before input).
 //
 // Hot statements and the index that serves each:
-//   read a queue            messages_claim (queue_name, priority DESC, seq):
-//                           the claim order itself, filtered on visible_at;
-//                           skips only in-flight or delayed messages
-//   next visible time       messages_visible (queue_name, visible_at)
+//   read a queue            messages_ready (partial: never read, sent
+//                           visible), the claim order itself; when a probe
+//                           of the next two finds any due, their due ones
+//                           too, merged by claim order (decision 0080)
+//   next visible time       messages_delayed (partial: never read, sent
+//                           for later) and messages_read (partial: read),
+//                           by visible_at, one probe each
 //   send                    queues PK: last_message_id and last_seq are the
 //                           queue's id and FIFO sequences (ids never reused,
 //                           even after archive)
@@ -154,7 +157,11 @@ CREATE TABLE queues (
                                      ""};
 
 // seq is the FIFO number within a priority: given at send, replaced by a
-// new last one when a retry sends a message to the tail.
+// new last one when a retry sends a message to the tail. Each message is in
+// exactly one of the three partial indexes: ready (never read, sent
+// visible: a claim takes it at once), delayed (never read, sent for later)
+// or read. A claim reads a message, so it leaves the claim order, and later
+// claims walk only what they can take (decision 0080).
 inline constexpr TableSchema kMessages{"messages", R"sql(
 CREATE TABLE messages (
   queue_name   TEXT NOT NULL,
@@ -169,8 +176,12 @@ CREATE TABLE messages (
 ) WITHOUT ROWID;
 )sql",
                                        R"sql(
-CREATE INDEX messages_claim ON messages (queue_name, priority DESC, seq);
-CREATE INDEX messages_visible ON messages (queue_name, visible_at);
+CREATE INDEX messages_ready ON messages (queue_name, priority DESC, seq)
+  WHERE read_count = 0 AND visible_at <= enqueued_at;
+CREATE INDEX messages_delayed ON messages (queue_name, visible_at)
+  WHERE read_count = 0 AND visible_at > enqueued_at;
+CREATE INDEX messages_read ON messages (queue_name, visible_at)
+  WHERE read_count > 0;
 )sql"};
 
 inline constexpr TableSchema kArchivedMessages{"archived_messages", R"sql(

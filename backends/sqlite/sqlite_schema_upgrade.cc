@@ -105,6 +105,19 @@ CREATE INDEX IF NOT EXISTS runs_finished_by_flow_status
   ON runs (flow_slug, status, finished_at) WHERE finished_at IS NOT NULL;
 )sql";
 
+// Version 9 (docs/decisions/0080): the claim order holds only messages a
+// claim can take at once; delayed and read ones are indexed by visible_at
+// apart. The old indexes go, and `messages` gets today's (kMessages). An
+// upgrade from version 1 or 2 rebuilt `messages` with them already, so
+// they are dropped first and built again, in one more pass.
+constexpr char kDropIndexesV9[] = R"sql(
+DROP INDEX IF EXISTS messages_claim;
+DROP INDEX IF EXISTS messages_visible;
+DROP INDEX IF EXISTS messages_ready;
+DROP INDEX IF EXISTS messages_delayed;
+DROP INDEX IF EXISTS messages_read;
+)sql";
+
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
   return ExecuteSchemaSql(db, sql, what);
 }
@@ -180,7 +193,13 @@ absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
   // Version 6 to 7 changes no table: a one-step run stores no step state
   // while its run's row says it (decision 0069), which a build of version
   // 6 would take for a missing state, so the version fences it out.
-  return Execute(db, kIndexesV8, "upgrade schema version 7 to 8");
+  if (version <= 7) {
+    SLUICE_RETURN_IF_ERROR(
+        Execute(db, kIndexesV8, "upgrade schema version 7 to 8"));
+  }
+  constexpr std::string_view kWhatV9 = "upgrade schema version 8 to 9";
+  SLUICE_RETURN_IF_ERROR(Execute(db, kDropIndexesV9, kWhatV9));
+  return Execute(db, kMessages.indexes, kWhatV9);
 }
 
 }  // namespace sluice::sqlite_internal

@@ -375,7 +375,7 @@ inline constexpr std::string_view kCountTasks =
     "ON t.status = 'queued' AND m.queue_name = t.queue_name "
     "AND m.message_id = t.message_id WHERE t.queue_name = ?1";
 // The same first three counts and the oldest wait, in one pass over the
-// queue's live messages (messages_visible covers them) and each one's task
+// queue's live messages (by primary key) and each one's task
 // through tasks' UNIQUE (queue_name, message_id): ended tasks, which have no
 // live message, cost nothing. CROSS JOIN keeps the messages outer.
 inline constexpr std::string_view kCountTasksInFlight =
@@ -457,23 +457,53 @@ inline constexpr std::string_view kInsertMessages =
     "INSERT INTO messages (queue_name, message_id, seq, priority, "
     "read_count, enqueued_at, visible_at, body) "
     "SELECT ?1, c0, c1, c2, 0, ?2, c3, c4 FROM sluice_rows(?3)";
-// A claim's read of messages is two statements. The first walks
-// messages_claim, the claim order itself, from the queue's first entry, so
-// it reads only the in-flight or delayed messages ahead of the first
-// visible ones, and never sorts: ?1 the queue, ?2 now, ?3 the limit. The
-// second hides what it chose: ?1 the queue, ?2 the new visible_at; rows:
-// (message id). One UPDATE ... RETURNING did both, but SQLite runs
-// RETURNING like a trigger, through a table of its own, and the claim's
-// read then cost about 40% more instructions (decision 0074).
-inline constexpr char kChooseMessagesFrom[] =
-    " FROM messages INDEXED BY messages_claim WHERE queue_name = ?1 AND "
-    "visible_at <= ?2 ORDER BY priority DESC, seq LIMIT ?3";
-inline constexpr auto kChooseMessagesAll =
-    JoinSql("SELECT ", kMessageColumns.text, kChooseMessagesFrom);
-inline constexpr auto kChooseMessagesNoPayloads =
-    JoinSql("SELECT ", kMessageStateColumns, kChooseMessagesFrom);
-inline constexpr ByFields kChooseMessages{kChooseMessagesAll.view(),
-                                          kChooseMessagesNoPayloads.view()};
+// A claim's read of messages: the ready ones walked in claim order from
+// the queue's first entry (never sorted: each is visible, and none is in
+// flight or delayed), then, if a probe finds any delayed or read message
+// due at ?2, those due ones too, each kind in claim order; the caller
+// merges them (decision 0080). ?1 the queue, ?2 now, ?3 the limit; rows:
+// seq, then the message's columns. A last statement hides what was chosen:
+// ?1 the queue, ?2 the new visible_at. One UPDATE ... RETURNING did both,
+// but SQLite runs RETURNING like a trigger, through a table of its own,
+// and the claim's read then cost about 40% more instructions (decision
+// 0074).
+inline constexpr char kChooseReadyFrom[] =
+    " FROM messages INDEXED BY messages_ready WHERE queue_name = ?1 AND "
+    "read_count = 0 AND visible_at <= enqueued_at ORDER BY priority DESC, "
+    "seq LIMIT ?3";
+inline constexpr char kChooseDelayedFrom[] =
+    " FROM messages INDEXED BY messages_delayed WHERE queue_name = ?1 AND "
+    "read_count = 0 AND visible_at > enqueued_at AND visible_at <= ?2 "
+    "ORDER BY priority DESC, seq LIMIT ?3";
+inline constexpr char kChooseReadFrom[] =
+    " FROM messages INDEXED BY messages_read WHERE queue_name = ?1 AND "
+    "read_count > 0 AND visible_at <= ?2 ORDER BY priority DESC, seq LIMIT ?3";
+inline constexpr auto kChooseReadyAll =
+    JoinSql("SELECT seq, ", kMessageColumns.text, kChooseReadyFrom);
+inline constexpr auto kChooseReadyNoPayloads =
+    JoinSql("SELECT seq, ", kMessageStateColumns, kChooseReadyFrom);
+inline constexpr auto kChooseDelayedAll =
+    JoinSql("SELECT seq, ", kMessageColumns.text, kChooseDelayedFrom);
+inline constexpr auto kChooseDelayedNoPayloads =
+    JoinSql("SELECT seq, ", kMessageStateColumns, kChooseDelayedFrom);
+inline constexpr auto kChooseReadAll =
+    JoinSql("SELECT seq, ", kMessageColumns.text, kChooseReadFrom);
+inline constexpr auto kChooseReadNoPayloads =
+    JoinSql("SELECT seq, ", kMessageStateColumns, kChooseReadFrom);
+inline constexpr ByFields kChooseReady{kChooseReadyAll.view(),
+                                       kChooseReadyNoPayloads.view()};
+inline constexpr ByFields kChooseDelayed{kChooseDelayedAll.view(),
+                                         kChooseDelayedNoPayloads.view()};
+inline constexpr ByFields kChooseRead{kChooseReadAll.view(),
+                                      kChooseReadNoPayloads.view()};
+// 1 if any delayed or read message of queue ?1 is due at ?2: one probe of
+// each index.
+inline constexpr std::string_view kAnyDue =
+    "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_delayed "
+    "WHERE queue_name = ?1 AND read_count = 0 AND visible_at > enqueued_at "
+    "AND visible_at <= ?2) OR EXISTS (SELECT 1 FROM messages INDEXED BY "
+    "messages_read WHERE queue_name = ?1 AND read_count > 0 AND "
+    "visible_at <= ?2)";
 inline constexpr std::string_view kHideMessages =
     "UPDATE messages SET visible_at = ?2, read_count = read_count + 1 "
     "WHERE queue_name = ?1 AND message_id IN (SELECT c0 FROM sluice_rows(?3))";
@@ -483,10 +513,16 @@ inline constexpr std::string_view kSetVisibility =
 inline constexpr std::string_view kSetVisibilityToTail =
     "UPDATE messages SET visible_at = ?3, seq = ?4 "
     "WHERE queue_name = ?1 AND message_id = ?2";
-// min() over messages_visible's range after ?2: its first entry.
+// The earlier of the first entries after ?2 of messages_delayed and
+// messages_read (a ready message was visible when sent); the aggregate
+// min() skips a NULL from an index with none.
 inline constexpr std::string_view kNextVisibleAt =
-    "SELECT min(visible_at) FROM messages INDEXED BY messages_visible "
-    "WHERE queue_name = ?1 AND visible_at > ?2";
+    "SELECT min(v) FROM (SELECT (SELECT visible_at FROM messages INDEXED BY "
+    "messages_delayed WHERE queue_name = ?1 AND read_count = 0 AND "
+    "visible_at > enqueued_at AND visible_at > ?2 ORDER BY visible_at "
+    "LIMIT 1) AS v UNION ALL SELECT (SELECT visible_at FROM messages "
+    "INDEXED BY messages_read WHERE queue_name = ?1 AND read_count > 0 AND "
+    "visible_at > ?2 ORDER BY visible_at LIMIT 1))";
 // Archiving copies the live messages among the ids (rows: (message id)
 // bound as ?2), then deletes the same set: two statements per batch.
 inline constexpr std::string_view kCopyToArchive =

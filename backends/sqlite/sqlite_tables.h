@@ -212,6 +212,16 @@ class SqliteTables {
                            std::span<const int64_t> message_ids,
                            std::optional<absl::Time> archived_at,
                            std::string_view operation);
+  // A message a claim's read chose, with its FIFO seq for the merge.
+  struct ChosenMessage {
+    int64_t seq = 0;
+    MessageRecord message;
+  };
+  // Appends the rows of one of the claim's choices (sqlite_sql.h
+  // kChooseReady and the like) to `chosen`.
+  absl::Status Choose(std::string_view sql, std::string_view queue,
+                      absl::Time now, int limit, Fields fields,
+                      std::vector<ChosenMessage>& chosen);
   // The next `count` FIFO seqs of `queue`: the last one reserved.
   absl::StatusOr<int64_t> ReserveSeqs(std::string_view queue, int64_t count,
                                       std::string_view operation);

@@ -70,27 +70,39 @@ absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
   std::vector<MessageRecord> messages;
   if (registered.paused) return messages;
   if (limit <= 0) return messages;  // SQLite reads a negative LIMIT as "all"
-  {
-    SLUICE_ASSIGN_OR_RETURN(
-        Statement choose,
-        Prepare(sql::kChooseMessages.For(fields), "ReadMessages"));
-    choose.BindText(1, queue);
-    choose.BindTime(2, now);
-    choose.BindInt(3, limit);
-    while (true) {
-      SLUICE_ASSIGN_OR_RETURN(bool row, choose.Step());
-      if (!row) break;
-      SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
-                              ReadMessage(choose, fields));
-      // As kHideMessages leaves it.
-      ++message.read_count;
-      message.visible_at = visible_until;
-      messages.push_back(std::move(message));
+  std::vector<ChosenMessage> chosen;
+  SLUICE_RETURN_IF_ERROR(
+      Choose(sql::kChooseReady.For(fields), queue, now, limit, fields, chosen));
+  SLUICE_ASSIGN_OR_RETURN(Statement probe,
+                          Prepare(sql::kAnyDue, "ReadMessages"));
+  probe.BindText(1, queue);
+  probe.BindTime(2, now);
+  SLUICE_ASSIGN_OR_RETURN(bool probed, probe.Step());
+  if (probed && probe.Int(0) != 0) {
+    for (const sql::ByFields& due : {sql::kChooseDelayed, sql::kChooseRead}) {
+      SLUICE_RETURN_IF_ERROR(
+          Choose(due.For(fields), queue, now, limit, fields, chosen));
     }
+    // Each kind came in claim order; their merge keeps the first `limit`.
+    std::sort(chosen.begin(), chosen.end(),
+              [](const ChosenMessage& a, const ChosenMessage& b) {
+                if (a.message.priority != b.message.priority) {
+                  return a.message.priority > b.message.priority;
+                }
+                return a.seq < b.seq;
+              });
+    if (chosen.size() > static_cast<size_t>(limit)) chosen.resize(limit);
   }
-  if (messages.empty()) return messages;
-  BoundRows ids(1, messages.size());
-  for (const MessageRecord& message : messages) ids.AddInt(message.message_id);
+  if (chosen.empty()) return messages;
+  messages.reserve(chosen.size());
+  BoundRows ids(1, chosen.size());
+  for (ChosenMessage& c : chosen) {
+    ids.AddInt(c.message.message_id);
+    // As kHideMessages leaves it.
+    ++c.message.read_count;
+    c.message.visible_at = visible_until;
+    messages.push_back(std::move(c.message));
+  }
   SLUICE_ASSIGN_OR_RETURN(Statement hide,
                           Prepare(sql::kHideMessages, "ReadMessages"));
   hide.BindText(1, queue);
@@ -98,6 +110,22 @@ absl::StatusOr<std::vector<MessageRecord>> SqliteTables::ReadMessages(
   hide.BindRows(3, ids);
   SLUICE_RETURN_IF_ERROR(hide.Run());
   return messages;
+}
+
+absl::Status SqliteTables::Choose(std::string_view sql, std::string_view queue,
+                                  absl::Time now, int limit, Fields fields,
+                                  std::vector<ChosenMessage>& chosen) {
+  SLUICE_ASSIGN_OR_RETURN(Statement choose, Prepare(sql, "ReadMessages"));
+  choose.BindText(1, queue);
+  choose.BindTime(2, now);
+  choose.BindInt(3, limit);
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(bool row, choose.Step());
+    if (!row) return absl::OkStatus();
+    SLUICE_ASSIGN_OR_RETURN(MessageRecord message,
+                            ReadMessage(choose, fields, /*first=*/1));
+    chosen.push_back({.seq = choose.Int(0), .message = std::move(message)});
+  }
 }
 
 absl::Status SqliteTables::SetVisibility(
