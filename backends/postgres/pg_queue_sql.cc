@@ -50,35 +50,50 @@ std::string Send(std::string_view live, int first) {
                 "ORDER BY m.ord RETURNING msg_id");
 }
 
+// The most due delayed or read messages one claim considers, the earliest
+// due first (decision 0079): a storm of due retries or of jobs scheduled for
+// one moment costs each claim this many lookups, not a sort of them all.
+constexpr int kDueConsidered = 1000;
+
 // The messages visible at $`now` that a claim takes, at most $`limit`,
 // locked (skipping those another transaction holds), in claim order:
 // (msg_id, priority, seq). Migration 0017 puts each message in one of three
 // partial indexes, and each has one branch here: the ready ones walked in
-// claim order, the delayed and the read ones that are due read by vt and
-// sorted (usually none are). Every branch has one index that serves it, so
-// a generic plan serves them all (decision 0079). A ready message was sent
-// visible, so its branch needs no time. A paused queue (the registry row
-// named $`name`) yields nothing: a one-time filter in each branch.
+// claim order; the delayed and the read ones that are due (usually none),
+// up to kDueConsidered of each, the earliest due first, then sorted. Every
+// branch has one index that serves it, so a generic plan serves them all.
+// A ready message was sent visible, so its branch needs no time. A due
+// branch's time is repeated where it locks, so the lock rechecks it on the
+// latest row (a message claimed meanwhile is hidden). A paused queue (the
+// registry row named $`name`) yields nothing: a one-time filter in each branch.
 std::string ChooseMessages(std::string_view live, int now, int limit,
                            int name) {
   // Claim order: the ready index's, kept in pgmq's `headers` (migration
   // 0003).
   const std::string order =
       StrCat(PriorityOf(""), " DESC NULLS LAST, ", SeqOf(""));
-  const auto branch = [&](std::string_view condition) {
+  const auto branch = [&](std::string_view where) {
     return StrCat("SELECT * FROM (SELECT msg_id, ", PriorityOf(""),
                   " AS claim_priority, ", SeqOf(""), " AS claim_seq FROM ",
-                  live, " WHERE ", condition,
+                  live, " WHERE ", where,
                   " AND NOT EXISTS (SELECT 1 FROM sluice.queues WHERE name = $",
                   name, " AND paused) ORDER BY ", order, " LIMIT $", limit,
                   " FOR UPDATE SKIP LOCKED)");
   };
-  const std::string due = StrCat(" AND vt <= $", now, "::timestamptz");
+  // The lookup by id names only the time: the index's condition there would
+  // let a plan read the whole due range again instead of the key.
+  const std::string visible = StrCat("vt <= $", now, "::timestamptz");
+  const auto due = [&](std::string_view condition) {
+    return branch(StrCat("msg_id = ANY(ARRAY(SELECT msg_id FROM ", live,
+                         " WHERE ", condition, " AND ", visible,
+                         " ORDER BY vt LIMIT ", kDueConsidered, ")) AND ",
+                         visible));
+  };
   return StrCat(
       "SELECT msg_id, claim_priority, claim_seq FROM (",
       branch("read_ct = 0 AND vt <= enqueued_at"), " AS ready UNION ALL ",
-      branch(StrCat("read_ct = 0 AND vt > enqueued_at", due)),
-      " AS delayed UNION ALL ", branch(StrCat("read_ct > 0", due)),
+      due("read_ct = 0 AND vt > enqueued_at"), " AS delayed UNION ALL ",
+      due("read_ct > 0"),
       " AS read) AS chosen ORDER BY claim_priority DESC NULLS LAST, claim_seq, "
       "msg_id LIMIT $",
       limit);
