@@ -105,7 +105,7 @@ void ExpectChoosesByThePartialIndexes(const std::string& plan) {
   EXPECT_THAT(plan, HasSubstr("q_plans_sluice_delayed")) << plan;
   EXPECT_THAT(plan, HasSubstr("q_plans_sluice_read")) << plan;
   EXPECT_THAT(plan, Not(HasSubstr("Seq Scan on q_plans"))) << plan;
-  // The due ones the vt indexes gave (at most 1,000 each) are then looked
+  // The due ones the vt indexes gave (at most 10,000 each) are then looked
   // up by key, never found again by filtering the whole due range.
   EXPECT_GE(Occurrences(plan, "Index Cond: (msg_id = ANY"), 2) << plan;
   EXPECT_THAT(plan, Not(HasSubstr("AND (msg_id = ANY"))) << plan;

@@ -53,7 +53,7 @@ std::string Send(std::string_view live, int first) {
 // The most due delayed or read messages one claim considers, the earliest
 // due first (decision 0079): a storm of due retries or of jobs scheduled for
 // one moment costs each claim this many lookups, not a sort of them all.
-constexpr int kDueConsidered = 1000;
+constexpr int kDueConsidered = 10000;
 
 // The messages visible at $`now` that a claim takes, at most $`limit`,
 // locked (skipping those another transaction holds), in claim order:

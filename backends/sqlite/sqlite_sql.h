@@ -471,7 +471,7 @@ inline constexpr char kChooseReadyFrom[] =
     " FROM messages INDEXED BY messages_ready WHERE queue_name = ?1 AND "
     "read_count = 0 AND visible_at <= enqueued_at ORDER BY priority DESC, "
     "seq LIMIT ?3";
-// The due delayed and read messages: at most 1,000 of each, the earliest
+// The due delayed and read messages: at most 10,000 of each, the earliest
 // due first, then in claim order, so that a storm of due retries or of
 // jobs scheduled for one moment costs each claim that many lookups, not a
 // sort of them all (decision 0080).
@@ -479,7 +479,7 @@ inline constexpr char kDueIn[] =
     " FROM messages WHERE queue_name = ?1 AND message_id IN (SELECT "
     "message_id FROM messages INDEXED BY ";
 inline constexpr char kDueFirst[] =
-    " AND visible_at <= ?2 ORDER BY visible_at LIMIT 1000) ORDER BY "
+    " AND visible_at <= ?2 ORDER BY visible_at LIMIT 10000) ORDER BY "
     "priority DESC, seq LIMIT ?3";
 inline constexpr auto kChooseDelayedFrom =
     JoinSql(kDueIn,
