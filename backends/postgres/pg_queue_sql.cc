@@ -50,6 +50,14 @@ std::string Send(std::string_view live, int first) {
                 "ORDER BY m.ord RETURNING msg_id");
 }
 
+// The predicates of a queue's three partial indexes (migration 0017), as
+// statements must spell them for the planner to use each index: every
+// message is in exactly one. Ready: never read, sent visible; delayed:
+// never read, sent for later; read: claimed at least once.
+constexpr std::string_view kReady = "read_ct = 0 AND vt <= enqueued_at";
+constexpr std::string_view kDelayed = "read_ct = 0 AND vt > enqueued_at";
+constexpr std::string_view kRead = "read_ct > 0";
+
 // The most due delayed or read messages one claim considers, the earliest
 // due first (decision 0079): a storm of due retries or of jobs scheduled for
 // one moment costs each claim this many lookups, not a sort of them all.
@@ -90,10 +98,9 @@ std::string ChooseMessages(std::string_view live, int now, int limit,
                          visible));
   };
   return StrCat(
-      "SELECT msg_id, claim_priority, claim_seq FROM (",
-      branch("read_ct = 0 AND vt <= enqueued_at"), " AS ready UNION ALL ",
-      due("read_ct = 0 AND vt > enqueued_at"), " AS delayed UNION ALL ",
-      due("read_ct > 0"),
+      "SELECT msg_id, claim_priority, claim_seq FROM (", branch(kReady),
+      " AS ready UNION ALL ", due(kDelayed), " AS delayed UNION ALL ",
+      due(kRead),
       " AS read) AS chosen ORDER BY claim_priority DESC NULLS LAST, claim_seq, "
       "msg_id LIMIT $",
       limit);
@@ -169,8 +176,8 @@ std::string FindStalledSql(std::span<const std::string> queues, Fields fields) {
   for (size_t i = 0; i < queues.size(); ++i) {
     StrAppend(&sql, i == 0 ? "" : " UNION ALL ", "SELECT ",
               Quoted(queues[i], '\''), "::text, msg_id FROM ",
-              QueueTable("q_", queues[i]),
-              " WHERE read_ct > 0 AND vt <= $2::timestamptz");
+              QueueTable("q_", queues[i]), " WHERE ", kRead,
+              " AND vt <= $2::timestamptz");
   }
   // Ties go by run insertion, then key, like the other backends.
   StrAppend(&sql, ") SELECT ",
@@ -253,9 +260,8 @@ QueueSql::QueueSql(std::string_view queue) {
     return StrCat("(SELECT vt FROM ", live, " WHERE ", which,
                   " AND vt > $1::timestamptz ORDER BY vt LIMIT 1)");
   };
-  next_visible = StrCat(sql::kGenericPlan, "SELECT least(",
-                        earliest("read_ct = 0 AND vt > enqueued_at"), ", ",
-                        earliest("read_ct > 0"), ")");
+  next_visible = StrCat(sql::kGenericPlan, "SELECT least(", earliest(kDelayed),
+                        ", ", earliest(kRead), ")");
   archive = StrCat(
       sql::kGenericPlan, "WITH moved AS (DELETE FROM ", live,
       " WHERE msg_id = ANY($1::bigint[]) RETURNING msg_id, read_ct, "

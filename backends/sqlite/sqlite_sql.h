@@ -471,24 +471,28 @@ inline constexpr char kChooseReadyFrom[] =
     " FROM messages INDEXED BY messages_ready WHERE queue_name = ?1 AND "
     "read_count = 0 AND visible_at <= enqueued_at ORDER BY priority DESC, "
     "seq LIMIT ?3";
+// A queue's (?1) delayed and read messages, through their partial indexes,
+// whose predicates each spells as the index does (sqlite_schema_parts.h).
+inline constexpr char kDelayedMessages[] =
+    "messages INDEXED BY messages_delayed WHERE queue_name = ?1 AND "
+    "read_count = 0 AND visible_at > enqueued_at";
+inline constexpr char kReadMessages[] =
+    "messages INDEXED BY messages_read WHERE queue_name = ?1 AND "
+    "read_count > 0";
 // The due delayed and read messages: at most 10,000 of each, the earliest
 // due first, then in claim order, so that a storm of due retries or of
 // jobs scheduled for one moment costs each claim that many lookups, not a
 // sort of them all (decision 0080).
 inline constexpr char kDueIn[] =
     " FROM messages WHERE queue_name = ?1 AND message_id IN (SELECT "
-    "message_id FROM messages INDEXED BY ";
+    "message_id FROM ";
 inline constexpr char kDueFirst[] =
     " AND visible_at <= ?2 ORDER BY visible_at LIMIT 10000) ORDER BY "
     "priority DESC, seq LIMIT ?3";
 inline constexpr auto kChooseDelayedFrom =
-    JoinSql(kDueIn,
-            "messages_delayed WHERE queue_name = ?1 AND read_count = 0 AND "
-            "visible_at > enqueued_at",
-            kDueFirst);
+    JoinSql(kDueIn, kDelayedMessages, kDueFirst);
 inline constexpr auto kChooseReadFrom =
-    JoinSql(kDueIn, "messages_read WHERE queue_name = ?1 AND read_count > 0",
-            kDueFirst);
+    JoinSql(kDueIn, kReadMessages, kDueFirst);
 inline constexpr auto kChooseReadyAll =
     JoinSql("SELECT seq, ", kMessageColumns.text, kChooseReadyFrom);
 inline constexpr auto kChooseReadyNoPayloads =
@@ -509,12 +513,10 @@ inline constexpr ByFields kChooseRead{kChooseReadAll.view(),
                                       kChooseReadNoPayloads.view()};
 // 1 if any delayed or read message of queue ?1 is due at ?2: one probe of
 // each index.
-inline constexpr std::string_view kAnyDue =
-    "SELECT EXISTS (SELECT 1 FROM messages INDEXED BY messages_delayed "
-    "WHERE queue_name = ?1 AND read_count = 0 AND visible_at > enqueued_at "
-    "AND visible_at <= ?2) OR EXISTS (SELECT 1 FROM messages INDEXED BY "
-    "messages_read WHERE queue_name = ?1 AND read_count > 0 AND "
-    "visible_at <= ?2)";
+inline constexpr auto kAnyDue =
+    JoinSql("SELECT EXISTS (SELECT 1 FROM ", kDelayedMessages,
+            " AND visible_at <= ?2) OR EXISTS (SELECT 1 FROM ", kReadMessages,
+            " AND visible_at <= ?2)");
 inline constexpr std::string_view kHideMessages =
     "UPDATE messages SET visible_at = ?2, read_count = read_count + 1 "
     "WHERE queue_name = ?1 AND message_id IN (SELECT c0 FROM sluice_rows(?3))";
@@ -527,13 +529,11 @@ inline constexpr std::string_view kSetVisibilityToTail =
 // The earlier of the first entries after ?2 of messages_delayed and
 // messages_read (a ready message was visible when sent); the aggregate
 // min() skips a NULL from an index with none.
-inline constexpr std::string_view kNextVisibleAt =
-    "SELECT min(v) FROM (SELECT (SELECT visible_at FROM messages INDEXED BY "
-    "messages_delayed WHERE queue_name = ?1 AND read_count = 0 AND "
-    "visible_at > enqueued_at AND visible_at > ?2 ORDER BY visible_at "
-    "LIMIT 1) AS v UNION ALL SELECT (SELECT visible_at FROM messages "
-    "INDEXED BY messages_read WHERE queue_name = ?1 AND read_count > 0 AND "
-    "visible_at > ?2 ORDER BY visible_at LIMIT 1))";
+inline constexpr auto kNextVisibleAt = JoinSql(
+    "SELECT min(v) FROM (SELECT (SELECT visible_at FROM ", kDelayedMessages,
+    " AND visible_at > ?2 ORDER BY visible_at LIMIT 1) AS v UNION ALL SELECT "
+    "(SELECT visible_at FROM ",
+    kReadMessages, " AND visible_at > ?2 ORDER BY visible_at LIMIT 1))");
 // Archiving copies the live messages among the ids (rows: (message id)
 // bound as ?2), then deletes the same set: two statements per batch.
 inline constexpr std::string_view kCopyToArchive =
