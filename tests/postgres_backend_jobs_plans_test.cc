@@ -43,15 +43,26 @@ int Occurrences(const std::string& plan, std::string_view what) {
   return count;
 }
 
+// A session of `url` that has run `setup`.
+absl::StatusOr<Session> SessionAfter(const std::string& url,
+                                     std::string_view setup) {
+  absl::StatusOr<Session> session = Session::Open(url);
+  if (!session.ok()) return session.status();
+  absl::Status set = session->Execute(setup, "session setup");
+  if (!set.ok()) return set;
+  return session;
+}
+
 // A session of `url` that plans with `plan_cache_mode = mode`.
 absl::StatusOr<Session> SessionPlanning(const std::string& url,
                                         std::string_view mode) {
-  absl::StatusOr<Session> session = Session::Open(url);
-  if (!session.ok()) return session.status();
-  absl::Status set =
-      session->Execute(StrCat("SET plan_cache_mode = ", mode), "set");
-  if (!set.ok()) return set;
-  return session;
+  return SessionAfter(url, StrCat("SET plan_cache_mode = ", mode));
+}
+
+// A session of `url` in the mode the backend runs its generic-plan
+// statements in (pg_sql.h kGenericPlans: generic plans, no sequential scans).
+absl::StatusOr<Session> GenericPlanSession(const std::string& url) {
+  return SessionAfter(url, postgres_internal::sql::kGenericPlans);
 }
 
 // The plan of `sql` prepared, then executed with `arguments` (SQL
@@ -136,10 +147,8 @@ TEST_F(PostgresJobsTest, ClaimsChoice_WalksThePartialIndexes_OnAGenericPlan) {
     SCOPED_TRACE(filling.empty() ? "empty" : filling.substr(0, 60));
     if (!filling.empty()) Execute(filling);
     Execute("ANALYZE");
-    absl::StatusOr<Session> session = Session::Open(db_->url());
+    absl::StatusOr<Session> session = GenericPlanSession(db_->url());
     ASSERT_TRUE(session.ok()) << session.status();
-    ASSERT_TRUE(
-        session->Execute(postgres_internal::sql::kGenericPlans, "mode").ok());
     for (const std::string* read :
          {&queue.read_all, &queue.read_no_payloads, &queue.read_with_tasks_all,
           &queue.read_with_tasks_state}) {
@@ -395,9 +404,8 @@ TEST_F(PostgresJobsTest,
         "{2030-01-01 00:01:00+00}", "{2030-01-01 00:01:00+00}", "w", "plans",
         "10"}},
   };
-  absl::StatusOr<Session> session = Session::Open(db_->url());
-  ASSERT_TRUE(session.ok());
-  ASSERT_TRUE(session->Execute(sql::kGenericPlans, "generic plans").ok());
+  absl::StatusOr<Session> session = GenericPlanSession(db_->url());
+  ASSERT_TRUE(session.ok()) << session.status();
   // Each table's unique keys: a lookup by key walks one of them. (An index
   // that merely ends with the key would be walked whole: a plan made on an
   // empty table can pick one, as cheap as the key while there are no rows.)
