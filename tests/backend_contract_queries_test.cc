@@ -1,6 +1,7 @@
 // The Transaction contract, v4: ListRuns queries, their orders, bounds,
 // filters and paging (see backend_contract_fixture.h).
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "backend_contract_fixture.h"
@@ -211,6 +213,72 @@ TEST_P(QueryContractTest, ListRuns_PagedAfterTheLastRun_HasNoGapsOrRepeats) {
           << "order_by finished: "
           << (order_by == RunQuery::OrderBy::kFinishedAt)
           << ", newest first: " << newest_first;
+    }
+  }
+}
+
+// Start order across flows and statuses, each filter shape: the runs of
+// several flows and statuses merge into one order, ties broken by run id,
+// and paging resumes exactly after the last run of each page.
+TEST_P(QueryContractTest, ListRuns_ByStartAcrossFlowsAndStatuses_PagesInOrder) {
+  constexpr int kRuns = 48;
+  constexpr std::array<RunStatus, 4> kStatuses = {
+      RunStatus::kStarted, RunStatus::kCompleted, RunStatus::kFailed,
+      RunStatus::kCancelled};
+  std::vector<RunRecord> runs;
+  for (int i = 0; i < kRuns; ++i) {
+    const uint64_t n = static_cast<uint64_t>((i * 29) % kRuns + 1);
+    const RunStatus status = kStatuses[i % 4];
+    RunRecord run = status == RunStatus::kStarted
+                        ? StartedAt(n, At(i % 5))
+                        : EndedAt(n, At(i % 5), At(100), status);
+    run.flow_slug = std::string(1, static_cast<char>('a' + i % 3));
+    runs.push_back(std::move(run));
+  }
+  Committed([&](Transaction& tx) { ASSERT_OK(tx.InsertRuns(Copied(runs))); });
+  struct Filter {
+    std::vector<std::string> flows;
+    std::vector<RunStatus> statuses;
+  };
+  const std::vector<Filter> filters = {
+      {{}, {}},
+      {{}, {RunStatus::kFailed}},
+      {{}, {RunStatus::kStarted, RunStatus::kCancelled}},
+      {{"a", "c"}, {}},
+      {{"c", "b"}, {RunStatus::kCompleted}},
+      {{"b"}, {RunStatus::kCompleted, RunStatus::kFailed}},
+      {{"b"}, {}}};
+  for (const Filter& filter : filters) {
+    for (bool newest_first : {true, false}) {
+      std::vector<std::tuple<absl::Time, RunId>> expected;
+      for (const RunRecord& run : runs) {
+        if ((filter.flows.empty() ||
+             absl::c_linear_search(filter.flows, run.flow_slug)) &&
+            (filter.statuses.empty() ||
+             absl::c_linear_search(filter.statuses, run.status))) {
+          expected.emplace_back(run.started_at, run.run_id);
+        }
+      }
+      std::sort(expected.begin(), expected.end());
+      if (newest_first) std::reverse(expected.begin(), expected.end());
+      std::vector<RunId> expected_ids;
+      for (const auto& [time, id] : expected) expected_ids.push_back(id);
+
+      RunQuery query = newest_first ? Newest(5) : Oldest(5);
+      query.flow_slugs = filter.flows;
+      query.statuses = filter.statuses;
+      std::vector<RunId> paged;
+      for (int page = 0; page < kRuns; ++page) {
+        ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> got,
+                             Begin()->ListRuns(query, Fields::kNoPayloads));
+        if (got.empty()) break;
+        for (const RunRecord& run : got) paged.push_back(run.run_id);
+        query.after =
+            RunQuery::Position{got.back().started_at, got.back().run_id};
+      }
+      EXPECT_THAT(paged, ElementsAreArray(expected_ids))
+          << filter.flows.size() << " flows, " << filter.statuses.size()
+          << " statuses, newest first: " << newest_first;
     }
   }
 }

@@ -110,7 +110,7 @@ inline constexpr std::string_view kDeleteFlow =
 inline constexpr std::string_view kUpdateFlow =
     "UPDATE sluice.flows SET definition = $2::json, generation = $3::bigint "
     "WHERE slug = $1 RETURNING slug";
-// One row; runs_by_flow_start finds the flow's runs.
+// One row; runs_by_flow_status_start holds the flow's runs by status.
 inline constexpr std::string_view kCountRuns =
     "SELECT count(*) FILTER (WHERE status = 'started'), "
     "count(*) FILTER (WHERE status = 'completed'), "

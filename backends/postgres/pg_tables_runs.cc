@@ -71,27 +71,41 @@ int ShapeOf(const RunQuery& query, Fields fields) {
   return shape;
 }
 
-// Start order across every status, or across several, has no index of its
-// own (migration 0014, decision 0068) unless one flow is named: a branch per
-// status walks runs_by_status_start in order and stops at the limit, and the
-// page is the first `limit` of those (at most four pages' rows). Several
-// statuses gate their branches by the array, so a status not asked for
-// costs nothing. Each branch carries its own order and limit: a generic plan
+// Start order walks runs_by_flow_status_start (migration 0018, decision
+// 0081), which holds each flow's runs of each status in start order. So a
+// listing by start walks it once per (flow, status) pair it covers, each
+// walk stopped at the limit, and the page is the first `limit` of those
+// rows. Statuses branch within a flow: a branch per status, gated by the
+// array when several are asked for, so one not asked for costs nothing.
+// Flows other than one named are joined laterally: those named, or every
+// flow that has runs, found by a skip scan of the index (one probe per
+// flow). Each branch carries its own order and limit: a generic plan
 // guesses a tenth of the table for a limit it cannot see, and then sorts
-// every run rather than merge the branches.
-bool MergesStatuses(const RunQuery& query) {
+// every run rather than stop each walk at the limit.
+bool BranchesPerStatus(const RunQuery& query) {
   return query.order_by == RunQuery::OrderBy::kStartedAt &&
-         query.flow_slugs.size() != 1 && query.statuses.size() != 1;
+         query.statuses.size() != 1;
+}
+bool BranchesPerFlow(const RunQuery& query) {
+  return query.order_by == RunQuery::OrderBy::kStartedAt &&
+         query.flow_slugs.size() != 1;
 }
 
 constexpr std::array<RunStatus, 4> kEveryRunStatus{
     RunStatus::kStarted, RunStatus::kCompleted, RunStatus::kFailed,
     RunStatus::kCancelled};
 
-// UNION ALL of one branch per status, each with `conditions`.
-std::string StatusBranches(const std::vector<std::string>& conditions,
-                           const std::string& statuses_param,
-                           const std::string& order_and_limit) {
+// One walk per status, each with `conditions`: a UNION ALL of branches, or
+// a single branch when `per_status` is false (the status is a condition).
+std::string Branches(bool per_status,
+                     const std::vector<std::string>& conditions,
+                     const std::string& statuses_param,
+                     const std::string& order_and_limit) {
+  const auto branch = [&](const std::vector<std::string>& where) {
+    return StrCat("(SELECT * FROM sluice.runs AS r WHERE ",
+                  absl::StrJoin(where, " AND "), order_and_limit, ")");
+  };
+  if (!per_status) return branch(conditions);
   std::vector<std::string> branches;
   for (RunStatus status : kEveryRunStatus) {
     std::vector<std::string> where{
@@ -101,33 +115,53 @@ std::string StatusBranches(const std::vector<std::string>& conditions,
                              "::text[])"));
     }
     where.insert(where.end(), conditions.begin(), conditions.end());
-    branches.push_back(StrCat("(SELECT * FROM sluice.runs AS r WHERE ",
-                              absl::StrJoin(where, " AND "), order_and_limit,
-                              ")"));
+    branches.push_back(branch(where));
   }
   return absl::StrJoin(branches, " UNION ALL ");
 }
 
+// Every flow that has runs, in order (the last row is NULL): a skip scan,
+// one probe of runs_by_flow_status_start per flow.
+constexpr std::string_view kFlowsWithRuns =
+    "WITH RECURSIVE flows(flow_slug) AS (SELECT min(flow_slug) FROM "
+    "sluice.runs UNION ALL SELECT (SELECT min(r.flow_slug) FROM sluice.runs "
+    "AS r WHERE r.flow_slug > flows.flow_slug) FROM flows WHERE "
+    "flows.flow_slug IS NOT NULL) ";
+
+// What a branched listing's walks are joined to: each flow of
+// `flows_param` (an array), or every flow with runs (kFlowsWithRuns) when
+// it is empty; nothing unless `per_flow`.
+std::string FlowsJoined(bool per_flow, const std::string& flows_param) {
+  if (!per_flow) return "";
+  if (flows_param.empty()) return "flows AS f CROSS JOIN LATERAL ";
+  return StrCat("(SELECT DISTINCT u.flow_slug FROM unnest(", flows_param,
+                "::text[]) AS u(flow_slug)) AS f CROSS JOIN LATERAL ");
+}
+
 std::string BuildListRuns(const RunQuery& query, Fields fields) {
   const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
-  const bool merged = MergesStatuses(query);
+  const bool per_status = BranchesPerStatus(query);
+  const bool per_flow = BranchesPerFlow(query);
   const std::string time = by_finish ? "r.finished_at" : "r.started_at";
   std::vector<std::string> conditions;
-  std::string statuses_param;
+  std::string flows_param, statuses_param;
   int next = 0;
   auto param = [&next] { return StrCat("$", ++next); };
   if (by_finish) conditions.emplace_back("r.finished_at IS NOT NULL");
-  // One flow or one status is an equality, so runs_by_flow_start or
-  // runs_by_status_start yields rows in order; ANY over several cannot
-  // (before Postgres 17) and sorts the matching runs, or merges statuses.
+  // One flow and one status are equalities, so an index that leads with
+  // them yields rows in order; ANY over several cannot (before Postgres
+  // 17): a listing by finish sorts the matching runs, one by start branches.
   if (query.flow_slugs.size() == 1) {
     conditions.push_back(StrCat("r.flow_slug = ", param(), "::text"));
+  } else if (per_flow) {
+    if (!query.flow_slugs.empty()) flows_param = param();
+    conditions.emplace_back("r.flow_slug = f.flow_slug");
   } else if (!query.flow_slugs.empty()) {
     conditions.push_back(StrCat("r.flow_slug = ANY(", param(), "::text[])"));
   }
   if (query.statuses.size() == 1) {
     conditions.push_back(StrCat("r.status = ", param(), "::text"));
-  } else if (!query.statuses.empty() && merged) {
+  } else if (!query.statuses.empty() && per_status) {
     statuses_param = param();
   } else if (!query.statuses.empty()) {
     conditions.push_back(StrCat("r.status = ANY(", param(), "::text[])"));
@@ -151,16 +185,18 @@ std::string BuildListRuns(const RunQuery& query, Fields fields) {
   const std::string order_and_limit =
       StrCat(" ORDER BY ", time, direction, ", r.run_id", direction, " LIMIT ",
              param());
-  // A merged listing is planned once per connection: planning four
+  // A branched listing is planned once per connection: planning its
   // branches for every page cost more than reading it, and each branch
-  // walks its status's index whatever the parameters.
+  // walks its index whatever the parameters.
+  const bool branched = per_status || per_flow;
   std::string text = StrCat(
-      merged ? kGenericPlan : "", "SELECT ",
+      branched ? kGenericPlan : "",
+      per_flow && flows_param.empty() ? kFlowsWithRuns : "", "SELECT ",
       fields == Fields::kAll ? kRunAll.view() : std::string_view(kRunState),
       " FROM ");
-  if (merged) {
-    StrAppend(&text, "(",
-              StatusBranches(conditions, statuses_param, order_and_limit),
+  if (branched) {
+    StrAppend(&text, FlowsJoined(per_flow, flows_param), "(",
+              Branches(per_status, conditions, statuses_param, order_and_limit),
               ") AS r");
   } else {
     StrAppend(&text, "sluice.runs AS r");
