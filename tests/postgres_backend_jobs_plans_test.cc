@@ -43,12 +43,18 @@ int Occurrences(const std::string& plan, std::string_view what) {
   return count;
 }
 
-// The walks of runs_by_flow_status_start that read runs (not the index-only
-// probes of a skip scan), in either direction.
+// The walks of runs_by_flow_status_start down one flow's runs of a status
+// (not the probes of a skip scan, which look for the next flow), or -1 if
+// the plan uses an index other than that one and the primary key.
 int FlowStatusWalks(const std::string& plan) {
-  return Occurrences(plan, "Index Scan using runs_by_flow_status_start") +
-         Occurrences(plan,
-                     "Index Scan Backward using runs_by_flow_status_start");
+  const int ours = Occurrences(plan, " using runs_by_flow_status_start ") +
+                   Occurrences(plan, " using runs_pkey ") +
+                   Occurrences(plan, "Bitmap Index Scan on runs_pkey ");
+  if (ours != Occurrences(plan, " using ") +
+                  Occurrences(plan, "Bitmap Index Scan on ")) {
+    return -1;
+  }
+  return Occurrences(plan, "Index Cond: ((flow_slug = ");
 }
 
 // A session of `url` that has run `setup`.

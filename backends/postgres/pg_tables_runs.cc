@@ -95,14 +95,15 @@ constexpr std::array<RunStatus, 4> kEveryRunStatus{
     RunStatus::kStarted, RunStatus::kCompleted, RunStatus::kFailed,
     RunStatus::kCancelled};
 
-// One walk per status, each with `conditions`: a UNION ALL of branches, or
-// a single branch when `per_status` is false (the status is a condition).
-std::string Branches(bool per_status,
+// One walk per status, each with `conditions`, yielding `columns`: a UNION
+// ALL of branches, or a single branch when `per_status` is false (the status
+// is a condition).
+std::string Branches(bool per_status, std::string_view columns,
                      const std::vector<std::string>& conditions,
                      const std::string& statuses_param,
                      const std::string& order_and_limit) {
   const auto branch = [&](const std::vector<std::string>& where) {
-    return StrCat("(SELECT * FROM sluice.runs AS r WHERE ",
+    return StrCat("(SELECT ", columns, " FROM sluice.runs AS r WHERE ",
                   absl::StrJoin(where, " AND "), order_and_limit, ")");
   };
   if (!per_status) return branch(conditions);
@@ -128,14 +129,12 @@ constexpr std::string_view kFlowsWithRuns =
     "AS r WHERE r.flow_slug > flows.flow_slug) FROM flows WHERE "
     "flows.flow_slug IS NOT NULL) ";
 
-// What a branched listing's walks are joined to: each flow of
-// `flows_param` (an array), or every flow with runs (kFlowsWithRuns) when
-// it is empty; nothing unless `per_flow`.
-std::string FlowsJoined(bool per_flow, const std::string& flows_param) {
-  if (!per_flow) return "";
-  if (flows_param.empty()) return "flows AS f CROSS JOIN LATERAL ";
+// The flows a listing's walks are joined to: each of `flows_param` (an
+// array), or every flow with runs (kFlowsWithRuns) when it is empty.
+std::string Flows(const std::string& flows_param) {
+  if (flows_param.empty()) return "flows AS f";
   return StrCat("(SELECT DISTINCT u.flow_slug FROM unnest(", flows_param,
-                "::text[]) AS u(flow_slug)) AS f CROSS JOIN LATERAL ");
+                "::text[]) AS u(flow_slug)) AS f");
 }
 
 std::string BuildListRuns(const RunQuery& query, Fields fields) {
@@ -194,10 +193,22 @@ std::string BuildListRuns(const RunQuery& query, Fields fields) {
       per_flow && flows_param.empty() ? kFlowsWithRuns : "", "SELECT ",
       fields == Fields::kAll ? kRunAll.view() : std::string_view(kRunState),
       " FROM ");
-  if (branched) {
-    StrAppend(&text, FlowsJoined(per_flow, flows_param), "(",
-              Branches(per_status, conditions, statuses_param, order_and_limit),
-              ") AS r");
+  if (per_flow) {
+    // The walks read only the index (time and run id, unless a condition
+    // needs the row), and the page's runs are looked up by their keys after:
+    // a store of many flows reads `limit` runs, not `limit` per walk.
+    // `= ANY(ARRAY(...))` keeps the lookup an index condition (a generic plan
+    // guesses too many keys and would hash-join a scan of every run).
+    StrAppend(&text, "sluice.runs AS r WHERE r.run_id = ANY(ARRAY(SELECT ",
+              "r.run_id FROM ", Flows(flows_param), " CROSS JOIN LATERAL (",
+              Branches(per_status, StrCat("r.run_id, ", time), conditions,
+                       statuses_param, order_and_limit),
+              ") AS r", order_and_limit, "))");
+  } else if (per_status) {
+    StrAppend(
+        &text, "(",
+        Branches(per_status, "*", conditions, statuses_param, order_and_limit),
+        ") AS r");
   } else {
     StrAppend(&text, "sluice.runs AS r");
     if (!conditions.empty()) {
