@@ -31,7 +31,35 @@ class QueryContractTest : public BackendContractV4Test {
   std::vector<RunId> List(const RunQuery& query) {
     return RunIdsOf(ValueOf(Begin()->ListRuns(query, Fields::kAll)));
   }
+
+  // The ids of every page of `query`, each page resumed after the last run
+  // of the one before (at most `max_pages`).
+  std::vector<RunId> AllPages(RunQuery query, int max_pages) {
+    std::vector<RunId> paged;
+    for (int page = 0; page < max_pages; ++page) {
+      std::vector<RunRecord> got =
+          ValueOf(Begin()->ListRuns(query, Fields::kNoPayloads));
+      if (got.empty()) break;
+      for (const RunRecord& run : got) paged.push_back(run.run_id);
+      const RunRecord& last = got.back();
+      query.after = RunQuery::Position{
+          query.order_by == RunQuery::OrderBy::kStartedAt ? last.started_at
+                                                          : *last.finished_at,
+          last.run_id};
+    }
+    return paged;
+  }
 };
+
+// The ids of `keyed` in (time, id) order, or the reverse.
+std::vector<RunId> IdsInOrder(std::vector<std::tuple<absl::Time, RunId>> keyed,
+                              bool newest_first) {
+  std::sort(keyed.begin(), keyed.end());
+  if (newest_first) std::reverse(keyed.begin(), keyed.end());
+  std::vector<RunId> ids;
+  for (const auto& [time, id] : keyed) ids.push_back(id);
+  return ids;
+}
 SLUICE_BACKEND_CONTRACT_SUITE(QueryContractTest);
 
 // Run `n` of `flow` started at `started`.
@@ -188,28 +216,12 @@ TEST_P(QueryContractTest, ListRuns_PagedAfterTheLastRun_HasNoGapsOrRepeats) {
                                   : *run.finished_at,
                               run.run_id);
       }
-      std::sort(expected.begin(), expected.end());
-      if (newest_first) std::reverse(expected.begin(), expected.end());
-      std::vector<RunId> expected_ids;
-      for (const auto& [time, id] : expected) expected_ids.push_back(id);
-
       RunQuery query;
       query.order_by = order_by;
       query.newest_first = newest_first;
       query.limit = 7;
-      std::vector<RunId> paged;
-      for (int page = 0; page < kRuns; ++page) {
-        ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> got,
-                             Begin()->ListRuns(query, Fields::kNoPayloads));
-        if (got.empty()) break;
-        for (const RunRecord& run : got) paged.push_back(run.run_id);
-        const RunRecord& last = got.back();
-        query.after = RunQuery::Position{
-            order_by == RunQuery::OrderBy::kStartedAt ? last.started_at
-                                                      : *last.finished_at,
-            last.run_id};
-      }
-      EXPECT_THAT(paged, ElementsAreArray(expected_ids))
+      EXPECT_THAT(AllPages(query, kRuns),
+                  ElementsAreArray(IdsInOrder(expected, newest_first)))
           << "order_by finished: "
           << (order_by == RunQuery::OrderBy::kFinishedAt)
           << ", newest first: " << newest_first;
@@ -259,24 +271,11 @@ TEST_P(QueryContractTest, ListRuns_ByStartAcrossFlowsAndStatuses_PagesInOrder) {
           expected.emplace_back(run.started_at, run.run_id);
         }
       }
-      std::sort(expected.begin(), expected.end());
-      if (newest_first) std::reverse(expected.begin(), expected.end());
-      std::vector<RunId> expected_ids;
-      for (const auto& [time, id] : expected) expected_ids.push_back(id);
-
       RunQuery query = newest_first ? Newest(5) : Oldest(5);
       query.flow_slugs = filter.flows;
       query.statuses = filter.statuses;
-      std::vector<RunId> paged;
-      for (int page = 0; page < kRuns; ++page) {
-        ASSERT_OK_AND_ASSIGN(std::vector<RunRecord> got,
-                             Begin()->ListRuns(query, Fields::kNoPayloads));
-        if (got.empty()) break;
-        for (const RunRecord& run : got) paged.push_back(run.run_id);
-        query.after =
-            RunQuery::Position{got.back().started_at, got.back().run_id};
-      }
-      EXPECT_THAT(paged, ElementsAreArray(expected_ids))
+      EXPECT_THAT(AllPages(query, kRuns),
+                  ElementsAreArray(IdsInOrder(expected, newest_first)))
           << filter.flows.size() << " flows, " << filter.statuses.size()
           << " statuses, newest first: " << newest_first;
     }
