@@ -137,86 +137,105 @@ std::string Flows(const std::string& flows_param) {
                 "::text[]) AS u(flow_slug)) AS f");
 }
 
-std::string BuildListRuns(const RunQuery& query, Fields fields) {
-  const bool by_finish = query.order_by == RunQuery::OrderBy::kFinishedAt;
-  const bool per_status = BranchesPerStatus(query);
-  const bool per_flow = BranchesPerFlow(query);
-  const std::string time = by_finish ? "r.finished_at" : "r.started_at";
+// A listing's filters as SQL: the conditions each run meets, the arrays
+// that choose branches instead, and the order with its limit.
+struct Filters {
   std::vector<std::string> conditions;
-  std::string flows_param, statuses_param;
+  std::string flows_param;     // per-flow branches: the flows named, if any
+  std::string statuses_param;  // per-status branches: the statuses asked for
+  std::string order_and_limit;
+};
+
+// Parameters are numbered densely in the order ListRuns (pg_sql.h) gives.
+Filters FiltersOf(const RunQuery& query, bool per_flow, bool per_status,
+                  const std::string& time) {
+  Filters f;
   int next = 0;
   auto param = [&next] { return StrCat("$", ++next); };
-  if (by_finish) conditions.emplace_back("r.finished_at IS NOT NULL");
+  if (query.order_by == RunQuery::OrderBy::kFinishedAt) {
+    f.conditions.emplace_back("r.finished_at IS NOT NULL");
+  }
   // One flow and one status are equalities, so an index that leads with
   // them yields rows in order; ANY over several cannot (before Postgres
   // 17): a listing by finish sorts the matching runs, one by start branches.
   if (query.flow_slugs.size() == 1) {
-    conditions.push_back(StrCat("r.flow_slug = ", param(), "::text"));
+    f.conditions.push_back(StrCat("r.flow_slug = ", param(), "::text"));
   } else if (per_flow) {
-    if (!query.flow_slugs.empty()) flows_param = param();
-    conditions.emplace_back("r.flow_slug = f.flow_slug");
+    if (!query.flow_slugs.empty()) f.flows_param = param();
+    f.conditions.emplace_back("r.flow_slug = f.flow_slug");
   } else if (!query.flow_slugs.empty()) {
-    conditions.push_back(StrCat("r.flow_slug = ANY(", param(), "::text[])"));
+    f.conditions.push_back(StrCat("r.flow_slug = ANY(", param(), "::text[])"));
   }
   if (query.statuses.size() == 1) {
-    conditions.push_back(StrCat("r.status = ", param(), "::text"));
+    f.conditions.push_back(StrCat("r.status = ", param(), "::text"));
   } else if (!query.statuses.empty() && per_status) {
-    statuses_param = param();
+    f.statuses_param = param();
   } else if (!query.statuses.empty()) {
-    conditions.push_back(StrCat("r.status = ANY(", param(), "::text[])"));
+    f.conditions.push_back(StrCat("r.status = ANY(", param(), "::text[])"));
   }
   if (NullIsAbsent(query.metadata).has_value()) {
-    conditions.push_back(StrCat("r.metadata::jsonb @> ", param(), "::jsonb"));
+    f.conditions.push_back(StrCat("r.metadata::jsonb @> ", param(), "::jsonb"));
   }
   if (query.from.has_value()) {
-    conditions.push_back(StrCat(time, " >= ", param(), "::timestamptz"));
+    f.conditions.push_back(StrCat(time, " >= ", param(), "::timestamptz"));
   }
   if (query.to.has_value()) {
-    conditions.push_back(StrCat(time, " < ", param(), "::timestamptz"));
+    f.conditions.push_back(StrCat(time, " < ", param(), "::timestamptz"));
   }
   if (query.after.has_value()) {
     const std::string at = param();
-    conditions.push_back(StrCat("(", time, ", r.run_id) ",
-                                query.newest_first ? "<" : ">", " (", at,
-                                "::timestamptz, ", param(), "::uuid)"));
+    f.conditions.push_back(StrCat("(", time, ", r.run_id) ",
+                                  query.newest_first ? "<" : ">", " (", at,
+                                  "::timestamptz, ", param(), "::uuid)"));
   }
   const std::string direction = query.newest_first ? " DESC" : "";
-  const std::string order_and_limit =
-      StrCat(" ORDER BY ", time, direction, ", r.run_id", direction, " LIMIT ",
-             param());
-  // A branched listing is planned once per connection: planning its
-  // branches for every page cost more than reading it, and each branch
-  // walks its index whatever the parameters.
-  const bool branched = per_status || per_flow;
-  std::string text = StrCat(
-      branched ? kGenericPlan : "",
-      per_flow && flows_param.empty() ? kFlowsWithRuns : "", "SELECT ",
-      fields == Fields::kAll ? kRunAll.view() : std::string_view(kRunState),
-      " FROM ");
+  f.order_and_limit = StrCat(" ORDER BY ", time, direction, ", r.run_id",
+                             direction, " LIMIT ", param());
+  return f;
+}
+
+// What a listing selects from: the runs meeting `f`, or its branches.
+std::string RunsSource(const Filters& f, bool per_flow, bool per_status,
+                       const std::string& time) {
   if (per_flow) {
     // The walks read only the index (time and run id, unless a condition
     // needs the row), and the page's runs are looked up by their keys after:
     // a store of many flows reads `limit` runs, not `limit` per walk.
     // `= ANY(ARRAY(...))` keeps the lookup an index condition (a generic plan
     // guesses too many keys and would hash-join a scan of every run).
-    StrAppend(&text, "sluice.runs AS r WHERE r.run_id = ANY(ARRAY(SELECT ",
-              "r.run_id FROM ", Flows(flows_param), " CROSS JOIN LATERAL (",
-              Branches(per_status, StrCat("r.run_id, ", time), conditions,
-                       statuses_param, order_and_limit),
-              ") AS r", order_and_limit, "))");
-  } else if (per_status) {
-    StrAppend(
-        &text, "(",
-        Branches(per_status, "*", conditions, statuses_param, order_and_limit),
-        ") AS r");
-  } else {
-    StrAppend(&text, "sluice.runs AS r");
-    if (!conditions.empty()) {
-      StrAppend(&text, " WHERE ", absl::StrJoin(conditions, " AND "));
-    }
+    return StrCat("sluice.runs AS r WHERE r.run_id = ANY(ARRAY(SELECT ",
+                  "r.run_id FROM ", Flows(f.flows_param),
+                  " CROSS JOIN LATERAL (",
+                  Branches(per_status, StrCat("r.run_id, ", time), f.conditions,
+                           f.statuses_param, f.order_and_limit),
+                  ") AS r", f.order_and_limit, "))");
   }
-  StrAppend(&text, order_and_limit);
-  return text;
+  if (per_status) {
+    return StrCat("(",
+                  Branches(per_status, "*", f.conditions, f.statuses_param,
+                           f.order_and_limit),
+                  ") AS r");
+  }
+  if (f.conditions.empty()) return "sluice.runs AS r";
+  return StrCat("sluice.runs AS r WHERE ",
+                absl::StrJoin(f.conditions, " AND "));
+}
+
+std::string BuildListRuns(const RunQuery& query, Fields fields) {
+  const bool per_status = BranchesPerStatus(query);
+  const bool per_flow = BranchesPerFlow(query);
+  const std::string time = query.order_by == RunQuery::OrderBy::kFinishedAt
+                               ? "r.finished_at"
+                               : "r.started_at";
+  const Filters f = FiltersOf(query, per_flow, per_status, time);
+  // A branched listing is planned once per connection: planning its
+  // branches for every page cost more than reading it, and each branch
+  // walks its index whatever the parameters.
+  return StrCat(
+      per_status || per_flow ? kGenericPlan : "",
+      per_flow && f.flows_param.empty() ? kFlowsWithRuns : "", "SELECT ",
+      fields == Fields::kAll ? kRunAll.view() : std::string_view(kRunState),
+      " FROM ", RunsSource(f, per_flow, per_status, time), f.order_and_limit);
 }
 
 }  // namespace
