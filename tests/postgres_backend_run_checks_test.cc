@@ -2,8 +2,9 @@
 // runs (decision 0050). The upgrade drops them and keeps the data, and
 // DeleteRuns still leaves nothing behind when another transaction adds a
 // run's rows under its lock at the same time. The one-statement task write
-// (decision 0052) checks its runs as InsertTasks does. A task update that
-// waited for another writes the version that one committed.
+// (decision 0052) checks its runs as InsertTasks does, and rows of runs
+// the same transaction inserted skip the check (decision 0082). A task
+// update that waited for another writes the version that one committed.
 #include <string>
 #include <thread>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "pg_session.h"
 #include "postgres_jobs_fixture.h"
 #include "sluice/internal/one_trip_task_writes.h"
+#include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "support/postgres_sql.h"
 
@@ -207,6 +209,71 @@ TEST_F(PostgresRunChecksTest,
   SqlSession sql(db_->url());
   EXPECT_EQ(sql.Value("SELECT count(*) FROM pgmq.q_jobs_q"), "0");
   EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "0");
+}
+
+// The three inserts that check their runs, each of a row of run `here`,
+// which `tx` inserts first. The insert numbered `mixed` (0 tasks, 1 step
+// states, 2 tasks with their messages) also names run 1, inserted earlier.
+// Returns the commit's status.
+constexpr int kNoneMixed = -1;
+absl::Status InsertRowsOf(Transaction& tx, uint64_t here, int mixed) {
+  std::vector<RunRecord> runs = {MakeRun(here)};
+  SLUICE_RETURN_IF_ERROR(tx.InsertRuns(std::span(runs)));
+  auto runs_of = [&](int insert) {
+    return insert == mixed ? std::vector<uint64_t>{here, 1}
+                           : std::vector<uint64_t>{here};
+  };
+  std::vector<TaskRecord> tasks, sent;
+  std::vector<OutgoingMessage> messages;
+  std::vector<StepStateRecord> steps;
+  for (uint64_t run : runs_of(0)) tasks.push_back(MakeTask(run, 0));
+  for (uint64_t run : runs_of(1)) {
+    StepStateRecord step;
+    step.run_id = RunNo(run);
+    step.step_slug = "job";
+    steps.push_back(step);
+  }
+  for (uint64_t run : runs_of(2)) {
+    sent.push_back(MakeTask(run, 1));
+    messages.push_back({J("{}"), kJobsT0});
+  }
+  SLUICE_RETURN_IF_ERROR(tx.InsertTasks(std::span(tasks)));
+  SLUICE_RETURN_IF_ERROR(tx.InsertStepStates(std::span(steps)));
+  auto* one_trip = dynamic_cast<internal::OneTripTaskWrites*>(&tx);
+  if (one_trip == nullptr) return absl::InternalError("no one-trip writes");
+  SLUICE_RETURN_IF_ERROR(
+      one_trip->SendMessagesAndInsertTasks("jobs_q", messages, sent, kJobsT0));
+  return tx.Commit();
+}
+
+// No other transaction can see a run before its insert commits, so rows of
+// runs the same transaction inserted are not checked (decision 0082). With
+// the check's function dropped, only such rows still insert; each insert
+// whose batch also names a run inserted earlier is checked.
+TEST_F(PostgresRunChecksTest, Inserts_OfRunsInsertedHere_SkipTheRunCheck) {
+  CreateQueue("jobs_q");
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  SqlSession sql(db_->url());
+  sql.Script("DROP FUNCTION sluice.require_found(text, text)");
+
+  std::unique_ptr<Transaction> fresh = Begin();
+  ASSERT_NE(fresh, nullptr);
+  absl::Status committed = InsertRowsOf(*fresh, 2, kNoneMixed);
+  EXPECT_TRUE(committed.ok()) << committed;
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "2");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.step_states"), "1");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM pgmq.q_jobs_q"), "1");
+
+  for (int mixed : {0, 1, 2}) {
+    SCOPED_TRACE(StrCat("insert ", mixed, " names an earlier run"));
+    std::unique_ptr<Transaction> tx = Begin();
+    ASSERT_NE(tx, nullptr);
+    committed = InsertRowsOf(*tx, 3 + mixed, mixed);
+    EXPECT_FALSE(committed.ok());
+    EXPECT_THAT(committed.message(), HasSubstr("require_found"));
+  }
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.runs"), "2");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "2");
 }
 
 }  // namespace

@@ -209,12 +209,16 @@ QueueSql::QueueSql(std::string_view queue) {
   // The messages are inserted in send order, so the queue's identity hands
   // out increasing ids in it: numbering them by id pairs each with its
   // task.
-  send_with_tasks = StrCat(
-      sql::kRunsMustExist.view(), ", sent AS (", Send(live, 21),
+  const std::string sent_then_tasks = StrCat(
+      "sent AS (", Send(live, 21),
       "), ids AS (SELECT msg_id, row_number() OVER (ORDER BY msg_id) AS ord "
       "FROM sent) ",
       sql::kInsertTasksHead, "ids.msg_id", sql::kInsertTasksTail,
-      " JOIN ids ON ids.ord = i.ord CROSS JOIN runs_exist ORDER BY i.ord");
+      " JOIN ids ON ids.ord = i.ord");
+  send_with_tasks = StrCat(sql::kRunsMustExist.view(), ", ", sent_then_tasks,
+                           sql::kCheckedRowsInOrder);
+  send_with_tasks_of_new_runs =
+      StrCat(sql::kGenericPlan, "WITH ", sent_then_tasks, sql::kRowsInOrder);
   // The subquery chooses as a claim does (ChooseMessages), like pgmq.read
   // it skips rows other transactions hold. `= ANY(ARRAY(...))` makes the
   // ids it locks an index condition, so the update never scans the table

@@ -27,6 +27,9 @@ struct QueueSql {
   // one per message, in the same order), each task taking its message's
   // id: one statement, whose result nobody needs to wait for.
   std::string send_with_tasks;
+  // send_with_tasks for tasks whose runs the transaction inserted: without
+  // the check that each run exists (pg_sql.h ByRunCheck).
+  std::string send_with_tasks_of_new_runs;
   // $1 now, $2 visible_until, $3 limit, $4 the queue's registered name.
   // Rows: the claim priority and seq as stored (NULL for a message sent
   // without Sluice's headers), msg_id, read_ct, enqueued_at, vt, priority,

@@ -118,6 +118,16 @@ inline constexpr std::string_view kCountRuns =
     "count(*) FILTER (WHERE status = 'cancelled') "
     "FROM sluice.runs WHERE flow_slug = $1";
 
+// A check: kRequireFound, then `'<what>', <scalar subquery>`, then
+// kRequireFoundEnd. One row; it fails the statement with "<what> <value>
+// does not exist" (P0002, kNotFound) when the subquery finds a value. The
+// function is called only then: a call, with its search_path setting,
+// costs about 4 us, more than the check's lookup.
+inline constexpr char kRequireFound[] =
+    "SELECT CASE WHEN checked.missing IS NULL THEN NULL ELSE "
+    "sluice.require_found(checked.what, checked.missing) END FROM (SELECT ";
+inline constexpr char kRequireFoundEnd[] = ") AS checked(what, missing)";
+
 // --- Aliases ---
 
 // The two-key form keeps these apart from LockFlowSlug's one-key locks (a
@@ -129,10 +139,11 @@ inline constexpr auto kGetAlias = Join(kGenericPlan, "SELECT ", kAlias,
                                        " FROM sluice.aliases WHERE alias = $1");
 // Raises (P0002, kNotFound) unless the alias is active at $2.
 inline constexpr auto kExpectAlias = Join(
-    kGenericPlan,
-    "SELECT sluice.require_found('alias', (SELECT format('\"%s\" at version "
-    "\"%s\"', $1::text, $2::text) WHERE NOT EXISTS (SELECT FROM "
-    "sluice.aliases WHERE alias = $1 AND active_slug = $2)))");
+    kGenericPlan, kRequireFound,
+    "'alias', (SELECT format('\"%s\" at version \"%s\"', $1::text, "
+    "$2::text) WHERE NOT EXISTS (SELECT FROM sluice.aliases WHERE alias = $1 "
+    "AND active_slug = $2))",
+    kRequireFoundEnd);
 inline constexpr auto kPutAlias =
     Join("INSERT INTO sluice.aliases (", kAlias,
          ") VALUES ($1, $2, $3::timestamptz) ON CONFLICT (alias) DO UPDATE "
@@ -241,9 +252,11 @@ inline constexpr auto kUpdateRuns = Join(
     "i.finished_at, output = i.output, cancel_requested = i.cancel_requested "
     "FROM i "
     "WHERE r.run_id = i.run_id AND r.run_id = ANY($1::uuid[]) "
-    "RETURNING r.run_id) "
-    "SELECT sluice.require_found('run', (SELECT min(i.run_id::text) FROM i "
-    "WHERE i.run_id NOT IN (SELECT run_id FROM updated)))");
+    "RETURNING r.run_id) ",
+    kRequireFound,
+    "'run', (SELECT min(i.run_id::text) FROM i WHERE i.run_id NOT IN "
+    "(SELECT run_id FROM updated))",
+    kRequireFoundEnd);
 // One row per run, deltas summed. Rows: (slot, new value).
 inline constexpr auto kAddRunRemainingSteps = Join(
     kGenericPlan,
@@ -329,17 +342,33 @@ inline constexpr std::string_view kDeleteRuns =
 // index that ends with run_id, and a generic plan made on an empty table
 // picked one (decision 0056).
 inline constexpr auto kRunsMustExist =
-    Join(kGenericPlan,
-         "WITH runs_exist AS MATERIALIZED (SELECT sluice.require_found('run', "
-         "(SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS d(run_id) "
-         "LEFT JOIN (SELECT r.run_id, r.insert_seq FROM sluice.runs AS r "
-         "WHERE r.run_id = ANY($1::uuid[])) AS r ON r.run_id = d.run_id "
-         "WHERE r.insert_seq IS NULL))) ");
+    Join(kGenericPlan, "WITH runs_exist AS MATERIALIZED (", kRequireFound,
+         "'run', (SELECT min(d.run_id::text) FROM unnest($1::uuid[]) AS "
+         "d(run_id) LEFT JOIN (SELECT r.run_id, r.insert_seq FROM sluice.runs "
+         "AS r WHERE r.run_id = ANY($1::uuid[])) AS r ON r.run_id = d.run_id "
+         "WHERE r.insert_seq IS NULL)",
+         kRequireFoundEnd, ") ");
+// An insert's end, after its unnest `i`: with the check joined in (so it
+// runs first), or without it.
+inline constexpr char kCheckedRowsInOrder[] =
+    " CROSS JOIN runs_exist ORDER BY i.ord";
+inline constexpr char kRowsInOrder[] = " ORDER BY i.ord";
+
+// An insert of rows that name runs, in two shapes: with kRunsMustExist, and
+// without it for rows whose runs the same transaction inserted. Those need
+// no check: no other transaction can see a run before its insert commits,
+// so none can have deleted it.
+struct ByRunCheck {
+  std::string_view checked;
+  std::string_view unchecked;
+  std::string_view For(bool runs_inserted_here) const {
+    return runs_inserted_here ? unchecked : checked;
+  }
+};
 
 // --- Step states ---
 
-inline constexpr auto kInsertStepStates = Join(
-    kRunsMustExist.text,
+inline constexpr char kInsertStepStatesBody[] =
     "INSERT INTO sluice.step_states (run_id, step_index, step_slug, status, "
     "remaining_deps, initial_tasks, remaining_tasks, error, skip_reason, "
     "started_at, finished_at, output) SELECT i.run_id, i.step_index, "
@@ -350,7 +379,13 @@ inline constexpr auto kInsertStepStates = Join(
     "$10::timestamptz[], $11::timestamptz[], $12::json[]) WITH ORDINALITY "
     "AS i(run_id, step_index, step_slug, status, remaining_deps, "
     "initial_tasks, remaining_tasks, error, skip_reason, started_at, "
-    "finished_at, output, ord) CROSS JOIN runs_exist ORDER BY i.ord");
+    "finished_at, output, ord)";
+inline constexpr auto kInsertStepStatesChecked =
+    Join(kRunsMustExist.text, kInsertStepStatesBody, kCheckedRowsInOrder);
+inline constexpr auto kInsertStepStatesUnchecked =
+    Join(kGenericPlan, kInsertStepStatesBody, kRowsInOrder);
+inline constexpr ByRunCheck kInsertStepStates{kInsertStepStatesChecked,
+                                              kInsertStepStatesUnchecked};
 // The subquery's ORDER BY keeps it a lookup per run (not flattened into a
 // join planned from stale statistics).
 inline constexpr char kStepsOfRuns[] =
@@ -377,21 +412,23 @@ inline constexpr char kStepStateTid[] =
     "AS x WHERE x.run_id = i.run_id AND x.step_index = i.step_index LIMIT 1) "
     "AS l ON true";
 // One row per step (the caller dedupes, the last write winning).
-inline constexpr auto kUpdateStepStates = Join(
-    kGenericPlan,
-    "WITH i AS (SELECT i.*, l.row_ctid FROM unnest($1::uuid[], $2::int[], "
-    "$3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], "
-    "$8::timestamptz[], $9::json[]) AS i(run_id, step_index, status, "
-    "initial_tasks, error, skip_reason, started_at, finished_at, output)",
-    kStepStateTid,
-    "), updated AS (UPDATE sluice.step_states AS s SET status = i.status, "
-    "initial_tasks = i.initial_tasks, error = i.error, "
-    "skip_reason = i.skip_reason, started_at = i.started_at, "
-    "finished_at = i.finished_at, output = i.output FROM i "
-    "WHERE s.ctid = i.row_ctid RETURNING s.run_id, s.step_index) "
-    "SELECT sluice.require_found('step', (SELECT min(format('%s of run %s', "
-    "i.step_index, i.run_id)) FROM i WHERE (i.run_id, i.step_index) NOT IN "
-    "(SELECT run_id, step_index FROM updated)))");
+inline constexpr auto kUpdateStepStates =
+    Join(kGenericPlan,
+         "WITH i AS (SELECT i.*, l.row_ctid FROM unnest($1::uuid[], $2::int[], "
+         "$3::text[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], "
+         "$8::timestamptz[], $9::json[]) AS i(run_id, step_index, status, "
+         "initial_tasks, error, skip_reason, started_at, finished_at, output)",
+         kStepStateTid,
+         "), updated AS (UPDATE sluice.step_states AS s SET status = i.status, "
+         "initial_tasks = i.initial_tasks, error = i.error, "
+         "skip_reason = i.skip_reason, started_at = i.started_at, "
+         "finished_at = i.finished_at, output = i.output FROM i "
+         "WHERE s.ctid = i.row_ctid RETURNING s.run_id, s.step_index) ",
+         kRequireFound,
+         "'step', (SELECT min(format('%s of run %s', i.step_index, i.run_id)) "
+         "FROM i WHERE (i.run_id, i.step_index) NOT IN (SELECT run_id, "
+         "step_index FROM updated))",
+         kRequireFoundEnd);
 // One row per step, deltas summed. Rows: (slot, remaining_tasks,
 // remaining_deps). An unset remaining_tasks counts from 0 (backend.h).
 inline constexpr auto kAddStepCounters = Join(
@@ -447,9 +484,14 @@ inline constexpr char kInsertTasksTail[] =
     "task_index, flow_slug, status, attempts, error, queue_name, message_id, "
     "queued_at, started_at, finished_at, stall_at, requeued_count, "
     "worker_id, input, output, budget_start, cancel_requested, options, ord)";
-inline constexpr auto kInsertTasks =
+inline constexpr auto kInsertTasksChecked =
     Join(kRunsMustExist.text, kInsertTasksHead, "i.message_id",
-         kInsertTasksTail, " CROSS JOIN runs_exist ORDER BY i.ord");
+         kInsertTasksTail, kCheckedRowsInOrder);
+inline constexpr auto kInsertTasksUnchecked =
+    Join(kGenericPlan, kInsertTasksHead, "i.message_id", kInsertTasksTail,
+         kRowsInOrder);
+inline constexpr ByRunCheck kInsertTasks{kInsertTasksChecked,
+                                         kInsertTasksUnchecked};
 // LIMIT 1 keeps the subquery a primary-key lookup per element (the
 // planner can't flatten it into a join planned from stale statistics).
 inline constexpr char kTasksByKey[] =

@@ -247,7 +247,24 @@ class PgTables {
   // server delivers it at commit).
   void NotifyQueue(std::string_view queue);
 
+  // Whether this transaction inserted the run of every row (a task or a
+  // step state): its inserts then skip the check that each run exists.
+  template <typename Rows>
+  bool InsertedHere(const Rows& rows) const {
+    for (const auto& row : rows) {
+      if (!runs_inserted_.contains(RunOf(row))) return false;
+    }
+    return true;
+  }
+  static const RunId& RunOf(const TaskRecord& task) { return task.key.run_id; }
+  static const RunId& RunOf(const StepStateRecord& state) {
+    return state.run_id;
+  }
+
   Connection& connection_;
+  // The runs InsertRuns queued in this transaction. One that failed ends
+  // the transaction, so each is there for every later statement.
+  absl::flat_hash_set<RunId> runs_inserted_;
   std::optional<absl::Time> latest_now_;
   absl::flat_hash_set<std::string> notified_queues_;
 };

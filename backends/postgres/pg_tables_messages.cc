@@ -113,8 +113,10 @@ absl::Status PgTables::SendMessagesAndInsertTasks(
   SawTime(now);
   Params params = TaskColumns(tasks);
   const bool visible_now = AddMessageColumns(messages, now, params);
-  Send(connection_.StatementsFor(queue).send_with_tasks, params, kOperation,
-       queue);
+  const QueueSql& statements = connection_.StatementsFor(queue);
+  Send(InsertedHere(tasks) ? statements.send_with_tasks_of_new_runs
+                           : statements.send_with_tasks,
+       params, kOperation, queue);
   if (visible_now) NotifyQueue(queue);
   return absl::OkStatus();
 }

@@ -257,6 +257,7 @@ const std::string& ListRuns(const RunQuery& query, Fields fields) {
 absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs,
                                   std::span<const Json* const> run_inputs) {
   if (runs.empty()) return absl::OkStatus();
+  for (const RunRecord& run : runs) runs_inserted_.insert(run.run_id);
   ArrayLiteral ids, flows, statuses, remaining, errors, started, finished,
       inputs, outputs, priorities, keys, metadata, options, cancels;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -451,6 +452,7 @@ absl::StatusOr<std::vector<RunRecord>> PgTables::FindFinishedRuns(
 absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
   constexpr std::string_view kOperation = "DeleteRuns";
   if (run_ids.empty()) return 0;
+  for (const RunId& run_id : run_ids) runs_inserted_.erase(run_id);
   const std::string ids = RunIdArray(run_ids).Take();
   Send(sql::kLockRunsToDelete, Params().Text(ids), kOperation);
   SLUICE_ASSIGN_OR_RETURN(
@@ -500,7 +502,7 @@ absl::Status PgTables::InsertStepStates(
     finished.OptionalTime(state.finished_at);
     outputs.OptionalJson(state.output);
   }
-  Send(sql::kInsertStepStates.view(),
+  Send(sql::kInsertStepStates.For(InsertedHere(states)),
        Params()
            .Array(std::move(ids))
            .Array(std::move(steps))

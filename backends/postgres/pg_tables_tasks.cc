@@ -70,7 +70,8 @@ std::vector<UpdateGroup> GroupUpdates(std::span<const TaskUpdate> updates) {
 
 absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
   if (tasks.empty()) return absl::OkStatus();
-  Send(sql::kInsertTasks.view(), TaskColumns(tasks), "InsertTasks");
+  Send(sql::kInsertTasks.For(InsertedHere(tasks)), TaskColumns(tasks),
+       "InsertTasks");
   return absl::OkStatus();
 }
 
