@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "pg_one_row.h"
 #include "pg_queue_sql.h"
 #include "pg_sql.h"
 #include "pg_values.h"
@@ -402,6 +403,11 @@ TEST_F(PostgresJobsTest,
       "{started}", "{1}",    "{0}",    "{f}",       "{1}", "{f}"};
   const std::string run_check =
       StrCat(sql::kRunsMustExist.view(), "SELECT 1 FROM runs_exist");
+  // A single task's update goes in its one-row shape (pg_one_row.h).
+  const std::string one_task_update =
+      postgres_internal::OneRowShape(sql::kUpdateTasks.view());
+  const std::string one_task_update_skip_locked =
+      postgres_internal::OneRowShape(sql::kUpdateTasksSkipLocked.view());
   struct Statement {
     std::string_view sql;
     std::vector<std::string> params;
@@ -425,6 +431,8 @@ TEST_F(PostgresJobsTest,
       {sql::kGetTasksAll.view(), {run, "{0}", "{0}"}},
       {sql::kUpdateTasks.view(), task_update},
       {sql::kUpdateTasksSkipLocked.view(), task_update},
+      {one_task_update, task_update},
+      {one_task_update_skip_locked, task_update},
       {sql::kGetAlias.view(), {"alias"}},
       {sql::kExpectAlias.view(), {"alias", "alias_v1"}},
       // The run check that every insert of step states, tasks and

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <utility>
 
+#include "pg_one_row.h"
 #include "pg_session.h"
 #include "pg_sql.h"
 #include "sluice/internal/status_macros.h"
@@ -247,6 +248,14 @@ const QueueSql& Connection::StatementsFor(std::string_view queue) {
   std::unique_ptr<QueueSql>& statements = queues_[std::string(queue)];
   if (statements == nullptr) statements = std::make_unique<QueueSql>(queue);
   return *statements;
+}
+
+std::string_view Connection::OneRowOf(std::string_view sql) {
+  auto it = one_row_.find(absl::string_view(sql.data(), sql.size()));
+  if (it == one_row_.end()) {
+    it = one_row_.emplace(std::string(sql), OneRowShape(sql)).first;
+  }
+  return it->second;
 }
 
 absl::StatusOr<Result> Connection::QueryControl(std::string_view sql,

@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/node_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "pg_connect.h"
@@ -147,6 +148,8 @@ class Connection {
 
   // The statements on `queue`'s tables, built once per connection.
   const QueueSql& StatementsFor(std::string_view queue);
+  // `sql`'s one-row shape (pg_one_row.h), built once per connection.
+  std::string_view OneRowOf(std::string_view sql);
 
  private:
   enum class Kind { kPrepare, kStatement, kSync };
@@ -196,6 +199,8 @@ class Connection {
   absl::flat_hash_map<std::string, std::string> prepared_;  // sql -> name
   int next_statement_ = 0;
   absl::flat_hash_map<std::string, std::unique_ptr<QueueSql>> queues_;
+  // sql -> its one-row shape; nodes, so views of them outlive rehashing.
+  absl::node_hash_map<std::string, std::string> one_row_;
 };
 
 }  // namespace sluice::postgres_internal

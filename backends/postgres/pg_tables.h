@@ -247,6 +247,10 @@ class PgTables {
   // server delivers it at commit).
   void NotifyQueue(std::string_view queue);
 
+  // `sql` for a batch of `rows`: its one-row shape for one (pg_one_row.h).
+  std::string_view ForRows(std::string_view sql, size_t rows) {
+    return rows == 1 ? connection_.OneRowOf(sql) : sql;
+  }
   // Whether this transaction inserted the run of every row (a task or a
   // step state): its inserts then skip the check that each run exists.
   template <typename Rows>

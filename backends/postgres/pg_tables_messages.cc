@@ -114,8 +114,9 @@ absl::Status PgTables::SendMessagesAndInsertTasks(
   Params params = TaskColumns(tasks);
   const bool visible_now = AddMessageColumns(messages, now, params);
   const QueueSql& statements = connection_.StatementsFor(queue);
-  Send(InsertedHere(tasks) ? statements.send_with_tasks_of_new_runs
-                           : statements.send_with_tasks,
+  Send(ForRows(InsertedHere(tasks) ? statements.send_with_tasks_of_new_runs
+                                   : statements.send_with_tasks,
+               tasks.size()),
        params, kOperation, queue);
   if (visible_now) NotifyQueue(queue);
   return absl::OkStatus();

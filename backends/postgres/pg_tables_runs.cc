@@ -277,7 +277,7 @@ absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs,
     inputs.Json(RunInputToStore(run, run_inputs, i));
     outputs.OptionalJson(run.output);
   }
-  Send(sql::kInsertRuns,
+  Send(ForRows(sql::kInsertRuns, runs.size()),
        Params()
            .Array(std::move(ids))
            .Array(std::move(flows))
@@ -502,7 +502,7 @@ absl::Status PgTables::InsertStepStates(
     finished.OptionalTime(state.finished_at);
     outputs.OptionalJson(state.output);
   }
-  Send(sql::kInsertStepStates.For(InsertedHere(states)),
+  Send(ForRows(sql::kInsertStepStates.For(InsertedHere(states)), states.size()),
        Params()
            .Array(std::move(ids))
            .Array(std::move(steps))

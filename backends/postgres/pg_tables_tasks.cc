@@ -70,8 +70,8 @@ std::vector<UpdateGroup> GroupUpdates(std::span<const TaskUpdate> updates) {
 
 absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
   if (tasks.empty()) return absl::OkStatus();
-  Send(sql::kInsertTasks.For(InsertedHere(tasks)), TaskColumns(tasks),
-       "InsertTasks");
+  Send(ForRows(sql::kInsertTasks.For(InsertedHere(tasks)), tasks.size()),
+       TaskColumns(tasks), "InsertTasks");
   return absl::OkStatus();
 }
 
@@ -205,9 +205,10 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
           &expected_cancels}) {
       params.Array(std::move(*column));
     }
-    const std::string_view statement = group.skip_if_locked
-                                           ? sql::kUpdateTasksSkipLocked.view()
-                                           : sql::kUpdateTasks.view();
+    const std::string_view statement =
+        ForRows(group.skip_if_locked ? sql::kUpdateTasksSkipLocked.view()
+                                     : sql::kUpdateTasks.view(),
+                group.positions.size());
     // The last group carries `then` in its round trip.
     SLUICE_ASSIGN_OR_RETURN(Result result,
                             then != nullptr && &group == &groups.back()
