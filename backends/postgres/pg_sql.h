@@ -1,8 +1,10 @@
 // Every statement the Postgres backend runs on Sluice's own tables, in one
 // place. Parameters are numbered ($1...) and always bound; a batch binds one
 // array per column and reads it with unnest(...) WITH ORDINALITY, whose
-// `ord` says which item of the batch a row answers. Statements on a queue's
-// pgmq tables are built per queue (pg_queue_sql.h).
+// `ord` says which item of the batch a row answers. The inserts and task
+// updates send a batch of one row in a one-row shape of the same statement
+// (pg_one_row.h, PgTables::ForRows). Statements on a queue's pgmq tables
+// are built per queue (pg_queue_sql.h).
 //
 // Column lists come in two shapes where a record has JSON payloads: the
 // state columns, and the state columns followed by the payloads, so a
