@@ -150,8 +150,9 @@ absl::StatusOr<LockedRuns> ReadRunsToApply(Transaction& tx,
 // Applies the reports of `by_run` to `runs`, its runs in key order, which
 // `tx` has read without payloads and locked. Every other read is one call
 // for the whole batch: the step states without payloads (unless `runs`
-// brought them), the outputs of every step the batch completes, and the
-// errors of failed tasks.
+// brought them), the outputs of every step the batch completes, the errors
+// of failed tasks, and the payloads of the runs whose completions start a
+// step that reads its input (RunProgress::PayloadsNeededAfter).
 // `in_hand` holds outputs of single-task steps that need no read.
 absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
                          std::map<RunId, RunReports>& by_run, LockedRuns runs,
@@ -186,6 +187,10 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
   progress.reserve(live_ids.size());
   std::vector<StepRef> completing;
   std::vector<TaskKey> failed_keys;
+  // Runs whose completions will read their payloads, read together below.
+  std::vector<size_t> payload_runs;
+  std::vector<RunId> payload_ids;
+  std::vector<int> completes;
   for (size_t i = 0; i < live_ids.size(); ++i) {
     SLUICE_ASSIGN_OR_RETURN(const CompiledFlow* flow,
                             flows.Get(live_runs[i]->flow_slug));
@@ -199,11 +204,17 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
     if (rr.unreadable.empty())
       rr.unreadable = progress.back().UnreadableState();
     if (!rr.unreadable.empty()) continue;  // the run fails; nothing to read
+    completes.clear();
     for (const auto& [step, count] : rr.completions) {
-      if (progress.back().WouldComplete(step, count) &&
-          !InHand(in_hand, live_ids[i], step)) {
+      if (!progress.back().WouldComplete(step, count)) continue;
+      completes.push_back(step);
+      if (!InHand(in_hand, live_ids[i], step)) {
         completing.push_back(StepRef{live_ids[i], step});
       }
+    }
+    if (progress.back().PayloadsNeededAfter(completes)) {
+      payload_runs.push_back(progress.size() - 1);
+      payload_ids.push_back(live_ids[i]);
     }
     for (const OutboxReport* r : rr.failures) failed_keys.push_back(r->task);
   }
@@ -215,6 +226,15 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
   if (!failed_keys.empty()) {
     SLUICE_ASSIGN_OR_RETURN(failed_tasks,
                             tx.GetTasks(failed_keys, Fields::kNoPayloads));
+  }
+  if (!payload_ids.empty()) {
+    SLUICE_ASSIGN_OR_RETURN(internal::RunsWithSteps payloads,
+                            ReadPayloads(tx, payload_ids));
+    for (size_t k = 0; k < payload_runs.size(); ++k) {
+      if (!payloads.runs[k]) continue;  // LoadPayloads will say so
+      progress[payload_runs[k]].AdoptPayloads(std::move(*payloads.runs[k]),
+                                              std::move(payloads.steps[k]));
+    }
   }
   size_t next_output = 0;
   size_t next_failure = 0;

@@ -159,37 +159,6 @@ void RunProgress::AddRemainingSteps(int delta) {
   if (!fresh_) remaining_steps_delta_ += delta;
 }
 
-absl::Status RunProgress::LoadPayloads() {
-  if (payloads_loaded_) return absl::OkStatus();
-  RunId id = run_.run_id;
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::optional<RunRecord>> runs,
-      ctx_.tx.GetRuns(std::span(&id, 1), LockMode::kNone, Fields::kAll));
-  if (runs.empty() || !runs[0]) {
-    return absl::InternalError(
-        StrCat("run ", id.ToString(), " vanished while it was locked"));
-  }
-  run_.input = std::move(runs[0]->input);
-  std::string unreadable = std::move(runs[0]->unreadable);
-  SLUICE_ASSIGN_OR_RETURN(
-      std::vector<std::vector<StepStateRecord>> stored,
-      ctx_.tx.GetStepStates(std::span(&id, 1), Fields::kAll));
-  for (StepStateRecord& s : stored[0]) {
-    if (s.step_index < 0 || s.step_index >= ctx_.flow.step_count()) continue;
-    if (!s.unreadable.empty()) {
-      AddUnreadable(unreadable,
-                    StrCat("step \"", ctx_.flow.step(s.step_index).shape->slug,
-                           "\": ", s.unreadable));
-    }
-    // Outputs set in this transaction are newer than what is stored.
-    StepStateRecord& mine = state(s.step_index);
-    if (!mine.output.has_value()) mine.output = std::move(s.output);
-  }
-  if (!unreadable.empty()) unreadable_payloads_ = UnreadableError(unreadable);
-  payloads_loaded_ = true;
-  return absl::OkStatus();
-}
-
 absl::StatusOr<Json> RunProgress::StepInput(int step) {
   SLUICE_RETURN_IF_ERROR(LoadPayloads());
   boost::json::object input;
@@ -218,12 +187,16 @@ absl::Status RunProgress::Advance() {
   return absl::OkStatus();
 }
 
+bool RunProgress::StepReadsInput(int step) const {
+  const StepShape& shape = *ctx_.flow.step(step).shape;
+  return HasCondition(shape.spec) || shape.kind != StepKind::kMap;
+}
+
 absl::Status RunProgress::ResolveReadyStep(int step) {
   const CompiledStep& s = ctx_.flow.step(step);
   const StepSpec& spec = s.shape->spec;
-  bool needs_input = HasCondition(spec) || s.shape->kind != StepKind::kMap;
   Json input;
-  if (needs_input) {
+  if (StepReadsInput(step)) {
     SLUICE_RETURN_IF_ERROR(LoadPayloads());
     if (!unreadable_payloads_.empty()) {
       return FailStep(step, unreadable_payloads_);

@@ -15,6 +15,7 @@
 #define SLUICE_ENGINE_RUN_PROGRESS_H_
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,15 @@
 #include "sluice/backend.h"
 #include "sluice/engine.h"
 #include "sluice/events.h"
+#include "sluice/internal/one_trip_reads.h"
 #include "write_batch.h"
 
 namespace sluice {
+
+// The runs `run_ids` and their step states with payloads (Fields::kAll), in
+// one call where `tx` offers internal::OneTripRunReads.
+absl::StatusOr<internal::RunsWithSteps> ReadPayloads(
+    Transaction& tx, std::span<const RunId> run_ids);
 
 class RunProgress {
  public:
@@ -76,6 +83,17 @@ class RunProgress {
   // Whether `count` more completions finish `step` (to fetch its outputs
   // ahead, together with other runs').
   bool WouldComplete(int step, int count) const;
+
+  // Whether completing the steps `completing` (all in this transaction)
+  // will read the run's payloads: a dependent they release starts at once
+  // and reads its input, or the run completes and its output holds a leaf's
+  // stored output. A guess, so that a batch reads the payloads of all its
+  // runs in one call (ReadPayloads, AdoptPayloads); a run that needs them
+  // unguessed reads its own.
+  bool PayloadsNeededAfter(std::span<const int> completing) const;
+  // The run's payloads, read by the caller with ReadPayloads. Ignored once
+  // they are loaded.
+  void AdoptPayloads(RunRecord&& run, std::vector<StepStateRecord>&& stored);
 
   // `count` tasks of `step` completed (their reports). Ignored unless the
   // step is started. `outputs`, if given, are the step's task outputs. An
@@ -135,6 +153,9 @@ class RunProgress {
   // decode are noted in unreadable_payloads_.
   absl::Status LoadPayloads();
   absl::StatusOr<Json> StepInput(int step);
+  // Whether `step`, once ready, reads its input (a condition, or a step
+  // that is not a map).
+  bool StepReadsInput(int step) const;
   absl::Status ResolveReadyStep(int step);
   // Takes `input`: a single task's input is the step's, moved, not copied.
   absl::Status StartStep(int step, Json input);

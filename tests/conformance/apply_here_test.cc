@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "fail_nth_backend.h"
 #include "harness.h"
@@ -166,6 +167,68 @@ TEST_P(ApplyHere, ASingleTaskStepsOutput_IsNotReadBack) {
   EXPECT_EQ(view.run.status, RunStatus::kCompleted);
   EXPECT_EQ(SerializeJson(*view.run.output), R"({"b":8})");
   EXPECT_EQ(SerializeJson(*StepOf(view, "a").output), R"({"n":7})");
+}
+
+// Counts the calls of one transaction method.
+class CountsMethod : public ForwardingBackend {
+ public:
+  CountsMethod(Backend& target, std::string method)
+      : ForwardingBackend(target), method_(std::move(method)) {}
+
+  int calls() const { return calls_; }
+
+ protected:
+  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
+    class Counted : public ForwardingTransaction {
+     public:
+      Counted(std::unique_ptr<Transaction> t, CountsMethod* owner)
+          : ForwardingTransaction(std::move(t)), owner_(owner) {}
+
+     protected:
+      absl::Status BeforeCall(std::string_view method) override {
+        if (method == owner_->method_) ++owner_->calls_;
+        return absl::OkStatus();
+      }
+
+     private:
+      CountsMethod* owner_;
+    };
+    return std::make_unique<Counted>(std::move(tx), this);
+  }
+
+ private:
+  const std::string method_;
+  int calls_ = 0;
+};
+
+// A map's last completion starts its dependent, which reads the run's input:
+// one finish reads that for all its runs together, not run by run.
+TEST_P(ApplyHere, RunsWhoseNextStepReadsInput_AreReadTogether) {
+  auto runs_read = [&](const std::string& slug, int runs) {
+    Flow flow(slug);
+    flow.Map("each", Echo()).Step("after", {.depends_on = {"each"}}, Echo());
+    Deploy(flow);
+    for (int i = 0; i < runs; ++i) Start(flow, J(absl::StrCat("[", i, "]")));
+    std::vector<ClaimedTask> claimed = Claim(flow);
+    EXPECT_EQ(claimed.size(), static_cast<size_t>(runs));
+    CountsMethod counting(backend(), "GetRuns");
+    UseEngine(counting, DefaultOptions());
+    FinishOutcome outcome = FinishHere(Echoed(claimed));
+    UseEngine(backend(), DefaultOptions());
+    EXPECT_TRUE(outcome.report_ids.empty());
+    std::vector<std::string> inputs;
+    for (const ClaimedTask& next : Claim(flow)) {
+      inputs.push_back(SerializeJson(next.input));
+    }
+    std::vector<std::string> expected;
+    for (int i = 0; i < runs; ++i) {
+      expected.push_back(
+          absl::StrCat(R"({"run":[)", i, R"(],"each":[)", i, "]}"));
+    }
+    EXPECT_THAT(inputs, ::testing::UnorderedElementsAreArray(expected));
+    return counting.calls();
+  };
+  EXPECT_EQ(runs_read("gather_one", 1), runs_read("gather_five", 5));
 }
 
 // Only Postgres runs transactions side by side: a run another transaction
