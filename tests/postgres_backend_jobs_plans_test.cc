@@ -18,6 +18,7 @@
 #include "pg_one_row.h"
 #include "pg_queue_sql.h"
 #include "pg_sql.h"
+#include "pg_sql_counters.h"
 #include "pg_values.h"
 #include "postgres_jobs_fixture.h"
 #include "support/postgres_sql.h"
@@ -428,6 +429,15 @@ TEST_F(PostgresJobsTest,
       {sql::kUpdateStepStatesAndCounters.view(),
        {run, "{0}", "{started}", "{NULL}", "{\"\"}", "{\"\"}", "{NULL}",
         "{NULL}", "{NULL}", "{0}", "{0}"}},
+      // The counter moves checked on the server (pg_sql_counters.h).
+      {sql::kAddRunRemainingStepsChecked.view(), {run, "{-1}", "{0}"}},
+      {sql::kUpdateRunsAndCountersChecked.view(),
+       {run, "{started}", "{\"\"}", "{NULL}", "{NULL}", "{f}", "{0}", "{0}"}},
+      {sql::kAddStepCountersChecked.view(),
+       {run, "{0}", "{-1}", "{0}", "{0}", "{0}"}},
+      {sql::kUpdateStepStatesAndCountersChecked.view(),
+       {run, "{0}", "{started}", "{NULL}", "{\"\"}", "{\"\"}", "{NULL}",
+        "{NULL}", "{NULL}", "{0}", "{0}", "{0}", "{0}"}},
       {sql::kGetTasksAll.view(), {run, "{0}", "{0}"}},
       {sql::kUpdateTasks.view(), task_update},
       {sql::kUpdateTasksSkipLocked.view(), task_update},

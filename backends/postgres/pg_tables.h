@@ -13,9 +13,9 @@
 //
 // Sources: flows, aliases, queues, workers and notifications in
 // pg_tables.cc; runs,
-// step states and retention in pg_tables_runs.cc; a record written with
-// its counters in pg_tables_counted.cc; tasks and the outbox in
-// pg_tables_tasks.cc; fan-out child links and reports in
+// step states and retention in pg_tables_runs.cc; counter moves, alone or
+// with their record, returned or checked, in pg_tables_counted.cc; tasks and
+// the outbox in pg_tables_tasks.cc; fan-out child links and reports in
 // pg_tables_children.cc; queue messages in pg_tables_messages.cc; the
 // attempts ledger, the dedupe registry, queue pausing and task counts in
 // pg_tables_jobs.cc.
@@ -92,6 +92,18 @@ class PgTables {
   absl::StatusOr<std::vector<StepCounters>> UpdateStepStatesAndCounters(
       std::span<const StepStateRecord> states,
       std::span<const StepCounterDelta> deltas);
+  // internal::CheckedCounterMoves: sent, not waited for.
+  absl::Status AddRunRemainingStepsChecked(
+      std::span<const RunCounterDelta> deltas, std::span<const int> expected);
+  absl::Status UpdateRunsAndCheckCounters(
+      std::span<const RunRecord> runs, std::span<const RunCounterDelta> deltas,
+      std::span<const int> expected);
+  absl::Status AddStepCountersChecked(std::span<const StepCounterDelta> deltas,
+                                      std::span<const StepCounters> expected);
+  absl::Status UpdateStepStatesAndCheckCounters(
+      std::span<const StepStateRecord> states,
+      std::span<const StepCounterDelta> deltas,
+      std::span<const StepCounters> expected);
 
   absl::Status InsertTasks(std::span<const TaskRecord> tasks);
   absl::StatusOr<std::vector<std::optional<TaskRecord>>> GetTasks(

@@ -351,30 +351,6 @@ absl::Status PgTables::UpdateRuns(std::span<const RunRecord> runs) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<int>> PgTables::AddRunRemainingSteps(
-    std::span<const RunCounterDelta> deltas) {
-  if (deltas.empty()) return std::vector<int>();
-  CounterBatch<RunId, 1> batch;
-  for (const RunCounterDelta& delta : deltas) {
-    batch.Add(delta.run_id, {delta.remaining_steps});
-  }
-  ArrayLiteral ids, sums;
-  for (size_t slot = 0; slot < batch.slots(); ++slot) {
-    ids.RunId(batch.key(slot));
-    sums.Int(batch.sum(slot)[0]);
-  }
-  SLUICE_ASSIGN_OR_RETURN(
-      Result result,
-      Query(sql::kAddRunRemainingSteps,
-            Params().Array(std::move(ids)).Array(std::move(sums)),
-            "AddRunRemainingSteps"));
-  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
-                            return StrCat("AddRunRemainingSteps: run ",
-                                          deltas[i].run_id.ToString());
-                          }));
-  return RemainingStepsOf(counts);
-}
-
 absl::StatusOr<std::vector<RunRecord>> PgTables::ListRuns(const RunQuery& query,
                                                           Fields fields) {
   std::vector<RunRecord> runs;
@@ -568,37 +544,6 @@ absl::Status PgTables::UpdateStepStates(
   }
   Send(sql::kUpdateStepStates, std::move(columns).Take(), "UpdateStepStates");
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<StepCounters>> PgTables::AddStepCounters(
-    std::span<const StepCounterDelta> deltas) {
-  if (deltas.empty()) return std::vector<StepCounters>();
-  CounterBatch<std::pair<RunId, int>, 2> batch;
-  for (const StepCounterDelta& delta : deltas) {
-    batch.Add({delta.step.run_id, delta.step.step_index},
-              {delta.remaining_tasks, delta.remaining_deps});
-  }
-  ArrayLiteral ids, steps, tasks, deps;
-  for (size_t slot = 0; slot < batch.slots(); ++slot) {
-    ids.RunId(batch.key(slot).first);
-    steps.Int(batch.key(slot).second);
-    tasks.Int(batch.sum(slot)[0]);
-    deps.Int(batch.sum(slot)[1]);
-  }
-  SLUICE_ASSIGN_OR_RETURN(Result result, Query(sql::kAddStepCounters,
-                                               Params()
-                                                   .Array(std::move(ids))
-                                                   .Array(std::move(steps))
-                                                   .Array(std::move(tasks))
-                                                   .Array(std::move(deps)),
-                                               "AddStepCounters"));
-  SLUICE_ASSIGN_OR_RETURN(auto counts, ResultsOf(result, batch, [&](size_t i) {
-                            const StepRef& step = deltas[i].step;
-                            return StrCat(
-                                "AddStepCounters: ",
-                                StepName(step.run_id, step.step_index));
-                          }));
-  return StepCountersOf(counts);
 }
 
 }  // namespace sluice::postgres_internal

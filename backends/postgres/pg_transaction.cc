@@ -237,6 +237,35 @@ absl::StatusOr<std::vector<int>> PostgresTransaction::UpdateRunsAndCounters(
   return Guarded([&] { return tables_.UpdateRunsAndCounters(runs, deltas); });
 }
 
+absl::Status PostgresTransaction::UpdateRunsAndCheckCounters(
+    std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas,
+    std::span<const int> expected) {
+  return Guarded([&] {
+    return tables_.UpdateRunsAndCheckCounters(runs, deltas, expected);
+  });
+}
+
+absl::Status PostgresTransaction::UpdateStepStatesAndCheckCounters(
+    std::span<StepStateRecord> states, std::span<const StepCounterDelta> deltas,
+    std::span<const StepCounters> expected) {
+  return Guarded([&] {
+    return tables_.UpdateStepStatesAndCheckCounters(states, deltas, expected);
+  });
+}
+
+absl::Status PostgresTransaction::AddRunRemainingStepsChecked(
+    std::span<const RunCounterDelta> deltas, std::span<const int> expected) {
+  return Guarded(
+      [&] { return tables_.AddRunRemainingStepsChecked(deltas, expected); });
+}
+
+absl::Status PostgresTransaction::AddStepCountersChecked(
+    std::span<const StepCounterDelta> deltas,
+    std::span<const StepCounters> expected) {
+  return Guarded(
+      [&] { return tables_.AddStepCountersChecked(deltas, expected); });
+}
+
 absl::StatusOr<std::vector<RunRecord>> PostgresTransaction::ListRuns(
     const RunQuery& query, Fields fields) {
   return Guarded([&] { return tables_.ListRuns(query, fields); });

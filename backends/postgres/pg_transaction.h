@@ -43,6 +43,7 @@
 #include "pg_pool.h"
 #include "pg_tables.h"
 #include "sluice/backend.h"
+#include "sluice/internal/checked_counters.h"
 #include "sluice/internal/one_trip_claims.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/one_trip_task_writes.h"
@@ -73,11 +74,13 @@ class OpenTransactions {
 // one statement travelling with COMMIT. Offers
 // internal::OneTripRunReads: a run's view is four reads in one round trip.
 // Offers internal::OneTripTaskWrites: new tasks and their messages are one
-// statement nobody waits for.
+// statement nobody waits for. Offers internal::CheckedCounterMoves: counter
+// moves are checked in SQL, and nobody waits for them either.
 class PostgresTransaction final : public Transaction,
                                   public internal::OneTripClaims,
                                   public internal::OneTripRunReads,
                                   public internal::OneTripTaskWrites,
+                                  public internal::CheckedCounterMoves,
                                   public internal::WritesKeepOutputs {
  public:
   // Waits for a pool connection. kFailedPrecondition if this thread holds a
@@ -222,6 +225,20 @@ class PostgresTransaction final : public Transaction,
                                           absl::Time now) override;
   absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
       const RunId& run_id) override;
+  absl::Status UpdateRunsAndCheckCounters(
+      std::span<RunRecord> runs, std::span<const RunCounterDelta> deltas,
+      std::span<const int> expected) override;
+  absl::Status UpdateStepStatesAndCheckCounters(
+      std::span<StepStateRecord> states,
+      std::span<const StepCounterDelta> deltas,
+      std::span<const StepCounters> expected) override;
+  absl::Status AddRunRemainingStepsChecked(
+      std::span<const RunCounterDelta> deltas,
+      std::span<const int> expected) override;
+  absl::Status AddStepCountersChecked(
+      std::span<const StepCounterDelta> deltas,
+      std::span<const StepCounters> expected) override;
+
   absl::StatusOr<internal::RunsWithSteps> ReadRunsWithSteps(
       std::span<const RunId> run_ids, LockMode lock, Fields fields) override;
   absl::StatusOr<internal::MessagesWithTasks> ReadMessagesWithTasks(

@@ -228,7 +228,34 @@ absl::Status CheckRunCounters(std::span<const RunCounterDelta> deltas,
 
 }  // namespace
 
+absl::Status WriteBatch::UpdateCountedChecked(
+    internal::CheckedCounterMoves& tx) {
+  if (!counted_runs_.runs.empty()) {
+    SLUICE_RETURN_IF_ERROR(tx.UpdateRunsAndCheckCounters(
+        counted_runs_.runs, counted_runs_.deltas, counted_runs_.expected));
+  }
+  if (!counted_steps_.states.empty()) {
+    MoveLentOutputs(/*counted_steps=*/true, /*to_steps=*/true);
+    absl::Status written = tx.UpdateStepStatesAndCheckCounters(
+        counted_steps_.states, counted_steps_.deltas, counted_steps_.expected);
+    MoveLentOutputs(/*counted_steps=*/true, /*to_steps=*/false);
+    SLUICE_RETURN_IF_ERROR(written);
+  }
+  return absl::OkStatus();
+}
+
 absl::Status WriteBatch::MoveCounters(Transaction& tx) {
+  if (auto* checked = dynamic_cast<internal::CheckedCounterMoves*>(&tx)) {
+    if (!step_deltas_.empty()) {
+      SLUICE_RETURN_IF_ERROR(
+          checked->AddStepCountersChecked(step_deltas_, expected_steps_));
+    }
+    if (!run_deltas_.empty()) {
+      SLUICE_RETURN_IF_ERROR(
+          checked->AddRunRemainingStepsChecked(run_deltas_, expected_runs_));
+    }
+    return absl::OkStatus();
+  }
   if (!step_deltas_.empty()) {
     SLUICE_ASSIGN_OR_RETURN(std::vector<StepCounters> got,
                             tx.AddStepCounters(step_deltas_));
@@ -261,6 +288,9 @@ void WriteBatch::MoveLentOutputs(bool counted_steps, bool to_steps) {
 }
 
 absl::Status WriteBatch::UpdateCounted(Transaction& tx) {
+  if (auto* checked = dynamic_cast<internal::CheckedCounterMoves*>(&tx)) {
+    return UpdateCountedChecked(*checked);
+  }
   if (!counted_runs_.runs.empty()) {
     SLUICE_ASSIGN_OR_RETURN(
         std::vector<int> got,

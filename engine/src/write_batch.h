@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "engine_impl.h"
 #include "sluice/backend.h"
+#include "sluice/internal/checked_counters.h"
 
 namespace sluice {
 
@@ -143,6 +144,8 @@ class WriteBatch {
                                   TransactionEffects& effects);
   absl::Status MoveCounters(Transaction& tx);
   absl::Status UpdateCounted(Transaction& tx);
+  // UpdateCounted where the backend checks the counters itself.
+  absl::Status UpdateCountedChecked(internal::CheckedCounterMoves& tx);
   // Moves each lent output whose step state is in the counted (or plain)
   // vector into that step state (`to_steps`), or back into its run.
   void MoveLentOutputs(bool counted_steps, bool to_steps);
