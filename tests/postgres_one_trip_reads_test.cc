@@ -1,5 +1,6 @@
 // internal::OneTripRunReads on Postgres: a run's view, and runs with their
-// step states, read in one round trip are what the separate reads return.
+// step states, read in one round trip are what the separate reads return;
+// so are a finish's task updates and its runs' read (OneTripFinishes).
 // Needs SLUICE_TEST_POSTGRES_URL; skips without it.
 #include <algorithm>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/flow.h"
+#include "sluice/internal/one_trip_finishes.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/job.h"
 #include "sluice/postgres.h"
@@ -22,6 +24,7 @@
 namespace sluice::testing {
 namespace {
 
+using internal::OneTripFinishes;
 using internal::OneTripRunReads;
 using internal::RunsWithSteps;
 using internal::RunWithParts;
@@ -174,6 +177,93 @@ TEST_F(PostgresOneTripReadsTest, RunsWithSteps_SkipLocked_LeavesOutAHeldRun) {
   ASSERT_TRUE(both.runs[1].has_value());
   EXPECT_EQ(both.runs[1]->run_id, ids[1]);
   EXPECT_EQ(both.steps[1].size(), 2u);
+}
+
+// internal::OneTripFinishes: a finish's task updates, then its runs' read,
+// in one call.
+class PostgresOneTripFinishesTest : public PostgresOneTripReadsTest {
+ protected:
+  // Starts the first task of each run in `ids` (those of StartTwoStepRuns)
+  // in `tx`, the one of run `stale` expecting a status it does not have;
+  // then reads `ids` with `lock`.
+  static OneTripFinishes::Updated StartFirstTasks(Transaction& tx,
+                                                  std::span<const RunId> ids,
+                                                  size_t stale, LockMode lock) {
+    std::vector<TaskKey> keys;
+    for (const RunId& id : ids) keys.push_back({id, 0, 0});
+    auto tasks = tx.GetTasks(keys, Fields::kAll);
+    EXPECT_TRUE(tasks.ok()) << tasks.status();
+    std::vector<TaskUpdate> updates;
+    for (size_t i = 0; tasks.ok() && i < tasks->size(); ++i) {
+      if (!(*tasks)[i]) continue;
+      TaskUpdate update{.task = *(*tasks)[i], .expected_attempts = 0};
+      update.task.status = TaskStatus::kStarted;
+      update.task.attempts = 1;
+      if (i == stale) update.expected_status = TaskStatus::kStarted;
+      updates.push_back(std::move(update));
+    }
+    auto* finishes = dynamic_cast<OneTripFinishes*>(&tx);
+    EXPECT_NE(finishes, nullptr) << "Postgres transactions offer it";
+    if (finishes == nullptr) return {};
+    absl::StatusOr<OneTripFinishes::Updated> updated =
+        finishes->UpdateTasksThenReadRuns(updates, ids, lock,
+                                          Fields::kNoPayloads);
+    EXPECT_TRUE(updated.ok()) << updated.status();
+    return updated.ok() ? *std::move(updated) : OneTripFinishes::Updated{};
+  }
+};
+
+TEST_F(PostgresOneTripFinishesTest, UpdatesThenRuns_AreTheSeparateCalls) {
+  std::vector<RunId> ids = StartTwoStepRuns(2);
+  ASSERT_EQ(ids.size(), 2u);
+  ids.push_back(RunId(0x0190'0000'0000'7000, 0x8000'0000'0000'0002));
+  absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+  ASSERT_TRUE(tx.ok()) << tx.status();
+  OneTripFinishes::Updated updated =
+      StartFirstTasks(**tx, ids, /*stale=*/1, LockMode::kSkipLocked);
+  EXPECT_EQ(updated.applied, (std::vector<bool>{true, false}));
+  ASSERT_EQ(updated.runs.runs.size(), 3u);
+  ASSERT_EQ(updated.runs.steps.size(), 3u);
+  auto runs = (*tx)->GetRuns(ids, LockMode::kNone, Fields::kNoPayloads);
+  ASSERT_TRUE(runs.ok()) << runs.status();
+  for (size_t i = 0; i < ids.size(); ++i) {
+    ASSERT_EQ(updated.runs.runs[i].has_value(), (*runs)[i].has_value()) << i;
+    if (!(*runs)[i]) continue;
+    EXPECT_EQ(updated.runs.runs[i]->run_id, ids[i]);
+    EXPECT_EQ(updated.runs.steps[i].size(), 2u);
+  }
+  EXPECT_FALSE(updated.runs.runs[2].has_value());  // no such run
+  std::vector<TaskKey> keys = {{ids[0], 0, 0}, {ids[1], 0, 0}};
+  auto tasks = (*tx)->GetTasks(keys, Fields::kNoPayloads);
+  ASSERT_TRUE(tasks.ok() && (*tasks)[0] && (*tasks)[1]);
+  EXPECT_EQ((*tasks)[0]->status, TaskStatus::kStarted);
+  EXPECT_EQ((*tasks)[1]->status, TaskStatus::kQueued);  // the stale update
+  ASSERT_TRUE((*tx)->Commit().ok());
+}
+
+TEST_F(PostgresOneTripFinishesTest, SkipLocked_LeavesOutAHeldRun) {
+  const std::vector<RunId> ids = StartTwoStepRuns(2);
+  ASSERT_EQ(ids.size(), 2u);
+  absl::StatusOr<std::unique_ptr<Transaction>> holder = backend_->Begin();
+  ASSERT_TRUE(holder.ok()) << holder.status();
+  ASSERT_TRUE((*holder)
+                  ->GetRuns(std::span(&ids[0], 1), LockMode::kForUpdate,
+                            Fields::kNoPayloads)
+                  .ok());
+  OneTripFinishes::Updated updated;
+  std::thread finisher([&] {  // one open transaction per thread
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+    ASSERT_TRUE(tx.ok()) << tx.status();
+    updated = StartFirstTasks(**tx, ids, /*stale=*/2, LockMode::kSkipLocked);
+    EXPECT_TRUE((*tx)->Commit().ok());
+  });
+  finisher.join();
+  ASSERT_TRUE((*holder)->Commit().ok());
+  EXPECT_EQ(updated.applied, (std::vector<bool>{true, true}));
+  ASSERT_EQ(updated.runs.runs.size(), 2u);
+  EXPECT_FALSE(updated.runs.runs[0].has_value());  // held by the other one
+  ASSERT_TRUE(updated.runs.runs[1].has_value());
+  EXPECT_EQ(updated.runs.steps[1].size(), 2u);
 }
 
 TEST_F(PostgresOneTripReadsTest, ARunsView_IsWhatTheSeparateReadsReturn) {

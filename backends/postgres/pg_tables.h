@@ -121,6 +121,11 @@ class PgTables {
   // trip (and is sent alone if there is nothing to update).
   absl::StatusOr<std::vector<bool>> UpdateTasks(
       std::span<const TaskUpdate> updates, const Control* then = nullptr);
+  // UpdateTasks, then ReadRunsWithSteps in the last update's round trip
+  // (internal::OneTripFinishes).
+  absl::StatusOr<std::vector<bool>> UpdateTasksThenReadRuns(
+      std::span<const TaskUpdate> updates, std::span<const RunId> run_ids,
+      LockMode lock, Fields fields, internal::RunsWithSteps& read);
   absl::StatusOr<std::vector<TaskRecord>> GetUnfinishedTasks(
       const RunId& run_id, std::optional<int> step_index, Fields fields);
   absl::StatusOr<std::vector<TaskRecord>> ListTasks(const RunId& run_id);
@@ -138,8 +143,15 @@ class PgTables {
   absl::StatusOr<std::optional<internal::RunWithParts>> ReadRunWithParts(
       const RunId& run_id);
   // Runs (locked as asked) and their step states, in one round trip.
+  // A statement sent ahead of a read in its round trip, and where its
+  // result goes.
+  struct Lead {
+    Connection::Statement statement;
+    Result* result;
+  };
   absl::StatusOr<internal::RunsWithSteps> ReadRunsWithSteps(
-      std::span<const RunId> run_ids, LockMode lock, Fields fields);
+      std::span<const RunId> run_ids, LockMode lock, Fields fields,
+      const Lead* lead = nullptr);
 
   absl::StatusOr<std::optional<DedupeRecord>> GetDedupe(
       std::string_view flow_slug, std::string_view key);
@@ -227,6 +239,17 @@ class PgTables {
                                              absl::Time next);
 
  private:
+  // Runs to read in the round trip of a batch's last task update.
+  struct RunReads {
+    std::span<const RunId> run_ids;
+    LockMode lock;
+    Fields fields;
+    internal::RunsWithSteps* read;
+  };
+  absl::StatusOr<std::vector<bool>> UpdateTasksWith(
+      std::span<const TaskUpdate> updates, const Control* then,
+      const RunReads* reads);
+
   // Queues a write whose result nobody waits for.
   void Send(std::string_view sql, const Params& params,
             std::string_view operation, std::string_view queue = {}) {

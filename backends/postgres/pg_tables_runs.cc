@@ -321,22 +321,34 @@ absl::StatusOr<std::vector<std::optional<RunRecord>>> PgTables::GetRuns(
 }
 
 absl::StatusOr<internal::RunsWithSteps> PgTables::ReadRunsWithSteps(
-    std::span<const RunId> run_ids, LockMode lock, Fields fields) {
+    std::span<const RunId> run_ids, LockMode lock, Fields fields,
+    const Lead* lead) {
   internal::RunsWithSteps read;
   read.runs.resize(run_ids.size());
   read.steps.resize(run_ids.size());
-  if (run_ids.empty()) return read;
+  if (run_ids.empty()) {
+    if (lead == nullptr) return read;
+    SLUICE_ASSIGN_OR_RETURN(
+        *lead->result,
+        connection_.Query(lead->statement.sql, lead->statement.params,
+                          lead->statement.context));
+    return read;
+  }
   const Params ids = Params().Array(RunIdArray(run_ids));
   // In one pipeline the statements run in order, so the step states are
   // read once the runs' locks are held.
-  const Connection::Statement statements[] = {
-      {GetRunsSql(lock, fields), ids, {"GetRuns", ""}},
-      {sql::kGetStepStates.For(fields), ids, {"GetStepStates", ""}},
-  };
+  std::vector<Connection::Statement> statements;
+  if (lead != nullptr) statements.push_back(lead->statement);
+  statements.push_back({GetRunsSql(lock, fields), ids, {"GetRuns", ""}});
+  statements.push_back(
+      {sql::kGetStepStates.For(fields), ids, {"GetStepStates", ""}});
   SLUICE_ASSIGN_OR_RETURN(std::vector<Result> results,
                           connection_.QueryAll(statements));
-  SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(results[0], fields, read.runs));
-  SLUICE_RETURN_IF_ERROR(ReadStepStatesByOrd(results[1], fields, read.steps));
+  const size_t first = lead != nullptr ? 1 : 0;
+  if (lead != nullptr) *lead->result = std::move(results[0]);
+  SLUICE_RETURN_IF_ERROR(ReadRunsByOrd(results[first], fields, read.runs));
+  SLUICE_RETURN_IF_ERROR(
+      ReadStepStatesByOrd(results[first + 1], fields, read.steps));
   return read;
 }
 

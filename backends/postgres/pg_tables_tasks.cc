@@ -158,6 +158,19 @@ PgTables::GetTasksByMessage(std::string_view queue,
 
 absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
     std::span<const TaskUpdate> updates, const Control* then) {
+  return UpdateTasksWith(updates, then, nullptr);
+}
+
+absl::StatusOr<std::vector<bool>> PgTables::UpdateTasksThenReadRuns(
+    std::span<const TaskUpdate> updates, std::span<const RunId> run_ids,
+    LockMode lock, Fields fields, internal::RunsWithSteps& read) {
+  const RunReads reads{run_ids, lock, fields, &read};
+  return UpdateTasksWith(updates, nullptr, &reads);
+}
+
+absl::StatusOr<std::vector<bool>> PgTables::UpdateTasksWith(
+    std::span<const TaskUpdate> updates, const Control* then,
+    const RunReads* reads) {
   std::vector<bool> applied(updates.size(), false);
   std::vector<UpdateGroup> groups = GroupUpdates(updates);
   std::erase_if(groups,
@@ -165,6 +178,11 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
   if (groups.empty() && then != nullptr) {
     SLUICE_ASSIGN_OR_RETURN(
         *then->result, connection_.QueryControl(then->sql, {"Commit", {}}));
+  }
+  if (groups.empty() && reads != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(
+        *reads->read,
+        ReadRunsWithSteps(reads->run_ids, reads->lock, reads->fields));
   }
   for (const UpdateGroup& group : groups) {
     ArrayLiteral ids, steps, indexes, statuses, attempts, errors, started,
@@ -209,13 +227,22 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasks(
         ForRows(group.skip_if_locked ? sql::kUpdateTasksSkipLocked.view()
                                      : sql::kUpdateTasks.view(),
                 group.positions.size());
-    // The last group carries `then` in its round trip.
-    SLUICE_ASSIGN_OR_RETURN(Result result,
-                            then != nullptr && &group == &groups.back()
-                                ? connection_.QueryThenControl(
-                                      statement, params, {"UpdateTasks", {}},
-                                      then->sql, {"Commit", {}}, *then->result)
-                                : Query(statement, params, "UpdateTasks"));
+    // The last group carries `then`, or the reads, in its round trip.
+    const bool last = &group == &groups.back();
+    Result result;
+    if (last && reads != nullptr) {
+      const Lead lead{{statement, params, {"UpdateTasks", {}}}, &result};
+      SLUICE_ASSIGN_OR_RETURN(
+          *reads->read,
+          ReadRunsWithSteps(reads->run_ids, reads->lock, reads->fields, &lead));
+    } else {
+      SLUICE_ASSIGN_OR_RETURN(
+          result, last && then != nullptr
+                      ? connection_.QueryThenControl(
+                            statement, params, {"UpdateTasks", {}}, then->sql,
+                            {"Commit", {}}, *then->result)
+                      : Query(statement, params, "UpdateTasks"));
+    }
     for (int i = 0; i < result.rows(); ++i) {
       applied[group.positions[result.row(i).Int() - 1]] = true;
     }

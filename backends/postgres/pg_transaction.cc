@@ -510,6 +510,19 @@ PostgresTransaction::ReadRunWithParts(const RunId& run_id) {
   return Guarded([&] { return tables_.ReadRunWithParts(run_id); });
 }
 
+absl::StatusOr<internal::OneTripFinishes::Updated>
+PostgresTransaction::UpdateTasksThenReadRuns(std::span<TaskUpdate> updates,
+                                             std::span<const RunId> run_ids,
+                                             LockMode lock, Fields fields) {
+  return Guarded([&]() -> absl::StatusOr<Updated> {
+    Updated updated;
+    SLUICE_ASSIGN_OR_RETURN(
+        updated.applied, tables_.UpdateTasksThenReadRuns(updates, run_ids, lock,
+                                                         fields, updated.runs));
+    return updated;
+  });
+}
+
 absl::StatusOr<internal::RunsWithSteps> PostgresTransaction::ReadRunsWithSteps(
     std::span<const RunId> run_ids, LockMode lock, Fields fields) {
   return Guarded(

@@ -45,6 +45,7 @@
 #include "sluice/backend.h"
 #include "sluice/internal/checked_counters.h"
 #include "sluice/internal/one_trip_claims.h"
+#include "sluice/internal/one_trip_finishes.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/one_trip_task_writes.h"
 #include "sluice/internal/writes_keep_outputs.h"
@@ -73,12 +74,15 @@ class OpenTransactions {
 // one statement, and its task updates travel with COMMIT; a plain claim is
 // one statement travelling with COMMIT. Offers
 // internal::OneTripRunReads: a run's view is four reads in one round trip.
+// Offers internal::OneTripFinishes: a finish's task updates and its runs'
+// read share a round trip.
 // Offers internal::OneTripTaskWrites: new tasks and their messages are one
 // statement nobody waits for. Offers internal::CheckedCounterMoves: counter
 // moves are checked in SQL, and nobody waits for them either.
 class PostgresTransaction final : public Transaction,
                                   public internal::OneTripClaims,
                                   public internal::OneTripRunReads,
+                                  public internal::OneTripFinishes,
                                   public internal::OneTripTaskWrites,
                                   public internal::CheckedCounterMoves,
                                   public internal::WritesKeepOutputs {
@@ -238,6 +242,10 @@ class PostgresTransaction final : public Transaction,
   absl::Status AddStepCountersChecked(
       std::span<const StepCounterDelta> deltas,
       std::span<const StepCounters> expected) override;
+
+  absl::StatusOr<Updated> UpdateTasksThenReadRuns(
+      std::span<TaskUpdate> updates, std::span<const RunId> run_ids,
+      LockMode lock, Fields fields) override;
 
   absl::StatusOr<internal::RunsWithSteps> ReadRunsWithSteps(
       std::span<const RunId> run_ids, LockMode lock, Fields fields) override;

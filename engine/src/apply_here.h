@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "engine_impl.h"
 #include "sluice/backend.h"
+#include "sluice/internal/one_trip_reads.h"
 
 namespace sluice {
 
@@ -17,12 +18,22 @@ namespace sluice {
 // reading it back (the apply moves each one it uses).
 using OutputsInHand = absl::flat_hash_map<TaskKey, std::optional<Json>>;
 
+// Runs read ahead, locked without waiting, with their step states without
+// payloads (internal::OneTripFinishes): `ids` sorted and unique, `runs` in
+// their order.
+struct RunsReadAhead {
+  std::vector<RunId> ids;
+  internal::RunsWithSteps runs;
+};
+
 // Applies in `tx` the completion reports of `reports` whose runs `tx` can
 // lock without waiting and that have no cancel pending, as ApplyReports
-// would; returns the others, for the outbox.
+// would; returns the others, for the outbox. Takes its runs from `ahead`
+// when that holds them all, else reads them.
 absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
     Engine::Impl& impl, Transaction& tx, std::vector<OutboxReport> reports,
-    OutputsInHand& in_hand, TransactionEffects& effects);
+    OutputsInHand& in_hand, TransactionEffects& effects,
+    RunsReadAhead* ahead = nullptr);
 
 }  // namespace sluice
 

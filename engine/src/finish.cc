@@ -1,5 +1,6 @@
 // Engine::FinishTasks: what a worker reports about the tasks it claimed
 // (heartbeats and releases are in leases.cc).
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include "run_options.h"
 #include "sluice/engine.h"
 #include "sluice/errors.h"
+#include "sluice/internal/one_trip_finishes.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
 #include "sluice/json.h"
@@ -393,6 +395,34 @@ OutputsInHand KeepSingleTaskOutputs(std::span<const TaskUpdate> updates,
   return in_hand;
 }
 
+// tx.UpdateTasks(updates). With `here` and a transaction that offers
+// internal::OneTripFinishes, also reads, in the same call, the runs of the
+// completions it writes into `ahead`, as ApplyCompletionsHere would read
+// them later: locked without waiting, step states without payloads.
+absl::StatusOr<std::vector<bool>> UpdateAndReadAhead(
+    Transaction& tx, std::span<TaskUpdate> updates, std::span<const Plan> plans,
+    bool here, std::optional<RunsReadAhead>& ahead) {
+  auto* one_trip =
+      here ? dynamic_cast<internal::OneTripFinishes*>(&tx) : nullptr;
+  std::vector<RunId> ids;
+  if (one_trip != nullptr) {
+    for (size_t u = 0; u < updates.size(); ++u) {
+      if (plans[u].report == ReportKind::kCompleted) {
+        ids.push_back(updates[u].task.key.run_id);
+      }
+    }
+  }
+  if (ids.empty()) return tx.UpdateTasks(updates);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  SLUICE_ASSIGN_OR_RETURN(
+      internal::OneTripFinishes::Updated updated,
+      one_trip->UpdateTasksThenReadRuns(updates, ids, LockMode::kSkipLocked,
+                                        Fields::kNoPayloads));
+  ahead = RunsReadAhead{std::move(ids), std::move(updated.runs)};
+  return std::move(updated.applied);
+}
+
 // FinishTasks in one transaction. A failed completion write fails it with
 // `failed` set; the caller retries without that write.
 // With `here` set, completions apply in the same transaction where they
@@ -451,10 +481,12 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   TransactionEffects effects;
   StepTally tally;
   OutputsInHand in_hand;
+  std::optional<RunsReadAhead> ahead;
   if (!updates.empty()) {
     if (apply.here) in_hand = KeepSingleTaskOutputs(updates, plans);
-    SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
-                            tx->UpdateTasks(updates));
+    SLUICE_ASSIGN_OR_RETURN(
+        std::vector<bool> applied,
+        UpdateAndReadAhead(*tx, updates, plans, apply.here, ahead));
     SLUICE_RETURN_IF_ERROR(ReplanRaced(*tx, flows, options, results, now,
                                        updates, plans, applied, archives,
                                        outcome.dispositions));
@@ -501,7 +533,8 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
   if (!reports.empty() && apply.here) {
     absl::StatusOr<std::vector<OutboxReport>> rest =
-        ApplyCompletionsHere(impl, *tx, std::move(reports), in_hand, effects);
+        ApplyCompletionsHere(impl, *tx, std::move(reports), in_hand, effects,
+                             ahead ? &*ahead : nullptr);
     if (!rest.ok()) {
       apply.here = false;
       return rest.status();

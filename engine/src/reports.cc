@@ -298,11 +298,31 @@ absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
   return ApplyToRuns(impl, tx, by_run, std::move(runs), none, effects);
 }
 
+// The runs `ids` (sorted) from `ahead`, if it holds them all.
+std::optional<LockedRuns> TakeReadAhead(RunsReadAhead* ahead,
+                                        std::span<const RunId> ids) {
+  if (ahead == nullptr) return std::nullopt;
+  std::vector<size_t> at;
+  at.reserve(ids.size());
+  for (const RunId& id : ids) {
+    auto it = std::lower_bound(ahead->ids.begin(), ahead->ids.end(), id);
+    if (it == ahead->ids.end() || *it != id) return std::nullopt;
+    at.push_back(static_cast<size_t>(it - ahead->ids.begin()));
+  }
+  LockedRuns runs;
+  runs.steps.emplace();
+  for (size_t k : at) {
+    runs.runs.push_back(std::move(ahead->runs.runs[k]));
+    runs.steps->push_back(std::move(ahead->runs.steps[k]));
+  }
+  return runs;
+}
+
 }  // namespace
 
 absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
     Engine::Impl& impl, Transaction& tx, std::vector<OutboxReport> reports,
-    OutputsInHand& in_hand, TransactionEffects& effects) {
+    OutputsInHand& in_hand, TransactionEffects& effects, RunsReadAhead* ahead) {
   std::vector<RunId> ids;
   for (const OutboxReport& r : reports) {
     if (r.kind == ReportKind::kCompleted) ids.push_back(r.task.run_id);
@@ -312,8 +332,12 @@ absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
   // Never waits: this transaction already holds its tasks, and a run's
   // lock is taken before its tasks' everywhere else.
-  SLUICE_ASSIGN_OR_RETURN(LockedRuns runs,
-                          ReadRunsToApply(tx, ids, LockMode::kSkipLocked));
+  std::optional<LockedRuns> read_ahead = TakeReadAhead(ahead, ids);
+  if (!read_ahead) {
+    SLUICE_ASSIGN_OR_RETURN(read_ahead,
+                            ReadRunsToApply(tx, ids, LockMode::kSkipLocked));
+  }
+  LockedRuns runs = *std::move(read_ahead);
   // A pending cancel may end other tasks of the run, which other
   // transactions may hold: the outbox path settles it.
   auto applies_here = [](const std::optional<RunRecord>& run) {
