@@ -122,7 +122,12 @@ std::string RedactKeywordValues(std::string_view text) {
       }
       ++i;
     } else {
-      while (i < text.size() && !IsSpace(text[i])) ++i;
+      // As in libpq, a backslash escapes the next character, a space too.
+      while (i < text.size() && !IsSpace(text[i])) {
+        if (text[i] == '\\') ++i;
+        ++i;
+      }
+      i = std::min(i, text.size());
     }
     std::string_view value = text.substr(value_start, i - value_start);
     if (key == kPasswordKey) {

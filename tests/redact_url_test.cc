@@ -48,6 +48,15 @@ TEST(RedactUrlTest, KeywordValuePassword_IsHidden) {
             "dbname='postgresql://app:***@db/app' port=5");
 }
 
+// libpq reads "d\\ p'd='a" as one unquoted value (a backslash escapes the
+// space, and a quote inside a value is a character), so the password that
+// follows is a key of its own.
+TEST(RedactUrlTest, BackslashEscapedSpaceInAValue_DoesNotEndIt) {
+  EXPECT_EQ(RedactUrl("host=d\\ p'd='a password='s2' user=app"),
+            "host=d\\ p'd='a password=*** user=app");
+  EXPECT_EQ(RedactUrl("host=db\\"), "host=db\\");
+}
+
 TEST(RedactUrlTest, KeywordValueItCannotParse_HidesTheRest) {
   EXPECT_EQ(RedactUrl("host=db password='s3cret"), "host=db password=***");
   EXPECT_EQ(RedactUrl("host=db junk s3cret"), "host=db junk ***");
