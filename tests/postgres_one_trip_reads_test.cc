@@ -102,6 +102,20 @@ class PostgresOneTripReadsTest : public ::testing::Test {
     return ids;
   }
 
+  // A transaction that holds `run`'s lock until it ends.
+  std::unique_ptr<Transaction> Hold(const RunId& run) {
+    absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
+    EXPECT_TRUE(tx.ok()) << tx.status();
+    if (!tx.ok()) return nullptr;
+    absl::Status locked =
+        (*tx)
+            ->GetRuns(std::span(&run, 1), LockMode::kForUpdate,
+                      Fields::kNoPayloads)
+            .status();
+    EXPECT_TRUE(locked.ok()) << locked;
+    return locked.ok() ? *std::move(tx) : nullptr;
+  }
+
   static RunsWithSteps ReadBoth(Transaction& tx, std::span<const RunId> ids,
                                 LockMode lock) {
     auto* reads = dynamic_cast<OneTripRunReads*>(&tx);
@@ -155,12 +169,8 @@ TEST_F(PostgresOneTripReadsTest, RunsWithSteps_AreWhatTheSeparateReadsReturn) {
 TEST_F(PostgresOneTripReadsTest, RunsWithSteps_SkipLocked_LeavesOutAHeldRun) {
   const std::vector<RunId> ids = StartTwoStepRuns(2);
   ASSERT_EQ(ids.size(), 2u);
-  absl::StatusOr<std::unique_ptr<Transaction>> holder = backend_->Begin();
-  ASSERT_TRUE(holder.ok()) << holder.status();
-  ASSERT_TRUE((*holder)
-                  ->GetRuns(std::span(&ids[0], 1), LockMode::kForUpdate,
-                            Fields::kNoPayloads)
-                  .ok());
+  std::unique_ptr<Transaction> holder = Hold(ids[0]);
+  ASSERT_NE(holder, nullptr);
 
   // Another thread: one open transaction per thread.
   RunsWithSteps both;
@@ -171,7 +181,7 @@ TEST_F(PostgresOneTripReadsTest, RunsWithSteps_SkipLocked_LeavesOutAHeldRun) {
     EXPECT_TRUE((*tx)->Commit().ok());
   });
   reader.join();
-  ASSERT_TRUE((*holder)->Commit().ok());
+  ASSERT_TRUE(holder->Commit().ok());
   ASSERT_EQ(both.runs.size(), 2u);
   EXPECT_FALSE(both.runs[0].has_value());  // held by the other transaction
   ASSERT_TRUE(both.runs[1].has_value());
@@ -244,12 +254,8 @@ TEST_F(PostgresOneTripFinishesTest, UpdatesThenRuns_AreTheSeparateCalls) {
 TEST_F(PostgresOneTripFinishesTest, SkipLocked_LeavesOutAHeldRun) {
   const std::vector<RunId> ids = StartTwoStepRuns(2);
   ASSERT_EQ(ids.size(), 2u);
-  absl::StatusOr<std::unique_ptr<Transaction>> holder = backend_->Begin();
-  ASSERT_TRUE(holder.ok()) << holder.status();
-  ASSERT_TRUE((*holder)
-                  ->GetRuns(std::span(&ids[0], 1), LockMode::kForUpdate,
-                            Fields::kNoPayloads)
-                  .ok());
+  std::unique_ptr<Transaction> holder = Hold(ids[0]);
+  ASSERT_NE(holder, nullptr);
   OneTripFinishes::Updated updated;
   std::thread finisher([&] {  // one open transaction per thread
     absl::StatusOr<std::unique_ptr<Transaction>> tx = backend_->Begin();
@@ -258,7 +264,7 @@ TEST_F(PostgresOneTripFinishesTest, SkipLocked_LeavesOutAHeldRun) {
     EXPECT_TRUE((*tx)->Commit().ok());
   });
   finisher.join();
-  ASSERT_TRUE((*holder)->Commit().ok());
+  ASSERT_TRUE(holder->Commit().ok());
   EXPECT_EQ(updated.applied, (std::vector<bool>{true, true}));
   ASSERT_EQ(updated.runs.runs.size(), 2u);
   EXPECT_FALSE(updated.runs.runs[0].has_value());  // held by the other one

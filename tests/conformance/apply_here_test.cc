@@ -169,38 +169,6 @@ TEST_P(ApplyHere, ASingleTaskStepsOutput_IsNotReadBack) {
   EXPECT_EQ(SerializeJson(*StepOf(view, "a").output), R"({"n":7})");
 }
 
-// Counts the calls of one transaction method.
-class CountsMethod : public ForwardingBackend {
- public:
-  CountsMethod(Backend& target, std::string method)
-      : ForwardingBackend(target), method_(std::move(method)) {}
-
-  int calls() const { return calls_; }
-
- protected:
-  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Counted : public ForwardingTransaction {
-     public:
-      Counted(std::unique_ptr<Transaction> t, CountsMethod* owner)
-          : ForwardingTransaction(std::move(t)), owner_(owner) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        if (method == owner_->method_) ++owner_->calls_;
-        return absl::OkStatus();
-      }
-
-     private:
-      CountsMethod* owner_;
-    };
-    return std::make_unique<Counted>(std::move(tx), this);
-  }
-
- private:
-  const std::string method_;
-  int calls_ = 0;
-};
-
 // A map's last completion starts its dependent, which reads the run's input:
 // one finish reads that for all its runs together, not run by run.
 TEST_P(ApplyHere, RunsWhoseNextStepReadsInput_AreReadTogether) {

@@ -1,6 +1,7 @@
 // A backend that fails one chosen call, for fault-injection sweeps: run a
 // script once per call it makes, failing that call, and check the outcome.
-// And a transaction that fails every call of one method.
+// A transaction that fails every call of one method, and a backend that
+// counts the calls of one.
 #ifndef SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
 #define SLUICE_TESTS_CONFORMANCE_FAIL_NTH_BACKEND_H_
 
@@ -12,6 +13,46 @@
 #include "sluice/forwarding_backend.h"
 
 namespace sluice::testing {
+
+// A transaction that reports each call to `owner->Count(method)` first,
+// and fails it with what that returns.
+template <typename Owner>
+class CountedTransaction : public ForwardingTransaction {
+ public:
+  CountedTransaction(std::unique_ptr<Transaction> tx, Owner* owner)
+      : ForwardingTransaction(std::move(tx)), owner_(owner) {}
+
+ protected:
+  absl::Status BeforeCall(std::string_view method) override {
+    return owner_->Count(method);
+  }
+
+ private:
+  Owner* owner_;
+};
+
+// Counts the calls of one transaction method.
+class CountsMethod : public ForwardingBackend {
+ public:
+  CountsMethod(Backend& target, std::string method)
+      : ForwardingBackend(target), method_(std::move(method)) {}
+
+  int calls() const { return calls_; }
+  absl::Status Count(std::string_view method) {
+    if (method == method_) ++calls_;
+    return absl::OkStatus();
+  }
+
+ protected:
+  std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
+    return std::make_unique<CountedTransaction<CountsMethod>>(std::move(tx),
+                                                              this);
+  }
+
+ private:
+  const std::string method_;
+  int calls_ = 0;
+};
 
 // Begin and every transaction call count; the chosen one returns
 // kUnavailable ("injected failure at call N (Method)") without reaching the
@@ -37,23 +78,12 @@ class FailNthCall : public ForwardingBackend {
  protected:
   absl::Status BeforeBegin() override { return Count("Begin"); }
   std::unique_ptr<Transaction> Wrap(std::unique_ptr<Transaction> tx) override {
-    class Counted : public ForwardingTransaction {
-     public:
-      Counted(std::unique_ptr<Transaction> t, FailNthCall* owner)
-          : ForwardingTransaction(std::move(t)), owner_(owner) {}
-
-     protected:
-      absl::Status BeforeCall(std::string_view method) override {
-        return owner_->Count(method);
-      }
-
-     private:
-      FailNthCall* owner_;
-    };
-    return std::make_unique<Counted>(std::move(tx), this);
+    return std::make_unique<CountedTransaction<FailNthCall>>(std::move(tx),
+                                                             this);
   }
 
  private:
+  friend class CountedTransaction<FailNthCall>;
   absl::Status Count(std::string_view method) {
     if (++calls_ != fail_at_) return absl::OkStatus();
     failed_ = true;
