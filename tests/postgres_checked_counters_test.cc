@@ -9,6 +9,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "postgres_jobs_fixture.h"
+#include "sluice/engine.h"
+#include "sluice/flow.h"
 #include "sluice/internal/checked_counters.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"
@@ -176,6 +178,46 @@ TEST_F(PostgresCheckedCountersTest,
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument) << refused;
   EXPECT_THAT(refused.message(), HasSubstr("1 counter deltas but 0 expected"));
   EXPECT_EQ(Counters(), "5 4 2");
+}
+
+// A finish that applies its completions and finds a run's counter moved
+// behind the engine's back (a trigger here) fails at COMMIT; as for an
+// apply that fails earlier, the results are recorded again without it and
+// their reports wait in the outbox (decision 0048).
+TEST_F(PostgresCheckedCountersTest,
+       ACounterThatDrifts_LeavesTheResultRecorded) {
+  absl::StatusOr<std::unique_ptr<Engine>> engine = Engine::Create(*backend_);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  Flow flow("drift");
+  auto echo = [](const Json& in, TaskContext&) -> absl::StatusOr<Json> {
+    return in;
+  };
+  flow.Step("a", echo).Step("b", {.depends_on = {"a"}}, echo);
+  ASSERT_TRUE((*engine)->Deploy(flow).ok());
+  absl::StatusOr<RunId> run = (*engine)->StartRun("drift", J("{}"));
+  ASSERT_TRUE(run.ok()) << run.status();
+  ClaimRequest request;
+  request.queue = "drift";
+  request.worker_id = "w";
+  request.served.AddFlow(flow.shape());
+  absl::StatusOr<std::vector<ClaimedTask>> claimed = (*engine)->Claim(request);
+  ASSERT_TRUE(claimed.ok() && claimed->size() == 1u) << claimed.status();
+  SqlSession sql(db_->url());
+  sql.Script(
+      "CREATE FUNCTION drift() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+      "NEW.remaining_steps := NEW.remaining_steps + 1; RETURN NEW; END $$; "
+      "CREATE TRIGGER drift BEFORE UPDATE OF remaining_steps ON sluice.runs "
+      "FOR EACH ROW EXECUTE FUNCTION drift()");
+
+  TaskResult result{(*claimed)[0].key, (*claimed)[0].attempt, J("1")};
+  absl::StatusOr<FinishOutcome> outcome = (*engine)->FinishTasks(
+      std::span(&result, 1), {.apply_completions = true});
+  ASSERT_TRUE(outcome.ok()) << outcome.status();
+  EXPECT_EQ(outcome->dispositions[0], ResultDisposition::kCompleted);
+  EXPECT_EQ(outcome->report_ids.size(), 1u);
+  EXPECT_EQ(sql.Value("SELECT status FROM sluice.tasks WHERE step_index = 0"),
+            "completed");
+  EXPECT_EQ(sql.Value("SELECT count(*) FROM sluice.tasks"), "1");  // no b
 }
 
 }  // namespace

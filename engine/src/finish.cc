@@ -531,7 +531,9 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     SLUICE_RETURN_IF_ERROR(tx->DeleteMessages(queue, ids));
   }
   if (!attempts.empty()) SLUICE_RETURN_IF_ERROR(tx->AppendAttempts(attempts));
+  bool applied_here = false;
   if (!reports.empty() && apply.here) {
+    applied_here = true;
     absl::StatusOr<std::vector<OutboxReport>> rest =
         ApplyCompletionsHere(impl, *tx, std::move(reports), in_hand, effects,
                              ahead ? &*ahead : nullptr);
@@ -545,7 +547,14 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
     SLUICE_ASSIGN_OR_RETURN(outcome.report_ids, tx->AppendReports(reports));
   }
   const bool relay = effects.child_reports;
-  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(effects)));
+  absl::Status committed = impl.Commit(*tx, std::move(effects));
+  if (applied_here && committed.code() == absl::StatusCode::kInternal) {
+    // A counter the apply moved was not what it expected, checked as the
+    // transaction commits (internal::CheckedCounterMoves): as for an apply
+    // that fails before, the results are recorded again without it.
+    apply.here = false;
+  }
+  SLUICE_RETURN_IF_ERROR(committed);
   apply.relay = relay;
   impl.metrics().AddTasks(tally);
   return outcome;
