@@ -445,16 +445,20 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
   return absl::OkStatus();
 }
 
-absl::Status RunProgress::MaybeCompleteRun() {
-  if (ended() || run_.remaining_steps != 0) return absl::OkStatus();
+bool RunProgress::LeafOutputIsStored() const {
   for (const CompiledStep& step : ctx_.flow.steps()) {
-    const StepStateRecord& st = state(step.index);
+    const StepStateRecord& st = steps_[step.index];
     if (step.is_leaf && st.status == StepStatus::kCompleted &&
         !st.output.has_value()) {
-      SLUICE_RETURN_IF_ERROR(LoadPayloads());  // a leaf finished earlier
-      break;
+      return true;
     }
   }
+  return false;
+}
+
+absl::Status RunProgress::MaybeCompleteRun() {
+  if (ended() || run_.remaining_steps != 0) return absl::OkStatus();
+  if (LeafOutputIsStored()) SLUICE_RETURN_IF_ERROR(LoadPayloads());
   if (!unreadable_payloads_.empty()) {
     return EndRun(RunStatus::kFailed, unreadable_payloads_);
   }

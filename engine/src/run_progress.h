@@ -170,6 +170,9 @@ class RunProgress {
   // Ends the unfinished tasks of `step` (of every step if -1).
   absl::Status EndUnfinishedTasks(int step, TaskStatus status);
   absl::Status MaybeCompleteRun();
+  // Whether a leaf step completed in an earlier transaction, so that its
+  // output, which the run's output holds, is only in the store.
+  bool LeafOutputIsStored() const;
   // A cancel-requested run with no started task ends cancelled.
   absl::Status SettleCancelRequest();
   // A parked task of this run ends: its pending children are owed a cancel.

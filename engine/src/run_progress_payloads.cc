@@ -70,15 +70,8 @@ bool RunProgress::PayloadsNeededAfter(std::span<const int> completing) const {
     }
   }
   // The run completes, and its output holds a leaf's stored output.
-  if (run_.remaining_steps > static_cast<int>(completing.size())) return false;
-  for (const CompiledStep& step : ctx_.flow.steps()) {
-    const StepStateRecord& st = steps_[step.index];
-    if (step.is_leaf && st.status == StepStatus::kCompleted &&
-        !st.output.has_value()) {
-      return true;
-    }
-  }
-  return false;
+  return run_.remaining_steps <= static_cast<int>(completing.size()) &&
+         LeafOutputIsStored();
 }
 
 }  // namespace sluice
