@@ -431,7 +431,9 @@ TEST_F(SqliteBackendTest, NoPayloads_NeverParsesTheStoredPayloads) {
   raw.Exec("UPDATE runs SET input = '[', output = '{'");
   raw.Exec("UPDATE step_states SET output = '['");
   raw.Exec("UPDATE tasks SET input = '[', output = '{'");
-  raw.Exec("UPDATE messages SET body = '['");
+  // Read, as a claim leaves a started task's message, so that stall
+  // recovery finds the task through it.
+  raw.Exec("UPDATE messages SET body = '[', read_count = 1");
   const absl::Time later = kT0 + absl::Seconds(1);
   // Each read, with the Fields to use: the `unreadable` text of its record.
   using Read = std::function<absl::StatusOr<std::string>(Transaction&, Fields)>;

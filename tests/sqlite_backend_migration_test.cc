@@ -504,6 +504,26 @@ TEST_F(SqliteBackendTest, Open_Version7File_IndexesEndedRunsByFlowAndStatus) {
   EXPECT_EQ(Layout(path()), Layout(fresh));
 }
 
+TEST_F(SqliteBackendTest, Open_Version9File_DropsTheStalledTasksIndex) {
+  const std::string fresh = path() + ".fresh";
+  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+  // A version 9 file: today's layout with the index version 10 dropped.
+  ASSERT_TRUE(SqliteBackend::Open(path()).ok());
+  RawDatabase(path()).Exec(
+      "CREATE INDEX tasks_stalled ON tasks (stall_at) "
+      "WHERE status = 'started'; PRAGMA user_version = 9");
+
+  ASSERT_NE(Open(), nullptr);
+
+  RawDatabase raw(path());
+  EXPECT_EQ(raw.Value("PRAGMA user_version"),
+            StrCat(SqliteBackend::kSchemaVersion));
+  EXPECT_EQ(raw.Value("SELECT count(*) FROM sqlite_schema "
+                      "WHERE name = 'tasks_stalled'"),
+            "0");
+  EXPECT_EQ(Layout(path()), Layout(fresh));
+}
+
 TEST_F(SqliteBackendTest, Open_Version3FileThatCannotUpgrade_ChangesNothing) {
   WriteVersion3File(path());
   // A table in the way of the upgrade.

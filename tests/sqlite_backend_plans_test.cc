@@ -47,7 +47,8 @@ struct PlannedStatement {
   // group of ties at a time), never the whole result.
   bool sorts_ties = false;
   // It sorts its rows: the due delayed or read messages of a claim, which
-  // it reads only when a probe found some (sqlite_sql.h kAnyDue).
+  // it reads only when a probe found some (sqlite_sql.h kAnyDue), or the
+  // stalled tasks among the read messages due by a horizon.
   bool sorts_due = false;
 };
 
@@ -72,6 +73,11 @@ constexpr std::string_view kDelayedDue =
     "messages_delayed (queue_name=? AND visible_at<?)";
 constexpr std::string_view kReadDue =
     "messages_read (queue_name=? AND visible_at<?)";
+constexpr std::string_view kReadDueBy =
+    "USING INDEX messages_read (queue_name=? AND visible_at<?)";
+// A task by its message.
+constexpr std::string_view kByMessage =
+    "sqlite_autoindex_tasks_2 (queue_name=? AND message_id=?)";
 // A walk of the rows bound to sluice_rows(?n), in their order; a search of
 // them by c0, or by c0 and c1.
 constexpr std::string_view kBatch = "VIRTUAL TABLE INDEX 1:";
@@ -133,12 +139,10 @@ std::vector<PlannedStatement> StepAndTaskStatements() {
       {"InsertTasks", sql::kInsertTasks, {kBatch}},
       {"GetTasks", sql::kGetTasks.all, {kBatch, kTask}},
       {"GetTasksNoPayloads", sql::kGetTasks.no_payloads, {kBatch, kTask}},
-      {"GetTasksByMessage",
-       sql::kGetTasksByMessage.all,
-       {kBatch, "sqlite_autoindex_tasks_2 (queue_name=? AND message_id=?)"}},
+      {"GetTasksByMessage", sql::kGetTasksByMessage.all, {kBatch, kByMessage}},
       {"GetTasksByMessageNoPayloads",
        sql::kGetTasksByMessage.no_payloads,
-       {kBatch, "sqlite_autoindex_tasks_2 (queue_name=? AND message_id=?)"}},
+       {kBatch, kByMessage}},
       {"UpdateTask", sql::kUpdateTask, {kTask}},
       {"UnfinishedOfRun", sql::kUnfinishedOfRun.all, {kRowsOfRun}},
       {"UnfinishedOfRunNoPayloads",
@@ -150,10 +154,18 @@ std::vector<PlannedStatement> StepAndTaskStatements() {
        {kStep}},
       {"ListTasks", sql::kListTasks, {kRowsOfRun}},
       {"GetTaskOutputs", sql::kGetTaskOutputs, {kBatch, kTasksOfStep}},
-      {"FindStalledTasks", sql::kFindStalledTasks.all, {"tasks_stalled"}},
+      {"FindStalledTasks",
+       sql::kFindStalledTasks.all,
+       {kReadDueBy, kByMessage},
+       {},
+       false,
+       true},
       {"FindStalledTasksNoPayloads",
        sql::kFindStalledTasks.no_payloads,
-       {"tasks_stalled"}},
+       {kReadDueBy, kByMessage},
+       {},
+       false,
+       true},
   };
 }
 

@@ -73,7 +73,7 @@ TEST_F(SqliteBackendTest, Open_NewFile_CreatesSchemaAtCurrentVersion) {
                           "messages_delayed", "messages_read", "messages_ready",
                           "outbox_by_created", "runs_by_flow", "runs_by_key",
                           "runs_by_start", "runs_by_status", "runs_finished",
-                          "runs_finished_by_flow_status", "tasks_stalled"));
+                          "runs_finished_by_flow_status"));
 }
 
 TEST_F(SqliteBackendTest, Open_NewFile_UsesWalMode) {

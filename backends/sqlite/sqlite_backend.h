@@ -58,7 +58,7 @@ absl::StatusOr<SqliteUrl> ParseSqliteUrl(std::string_view rest);
 class SqliteBackend : public Backend {
  public:
   // The schema version this build creates and expects.
-  static constexpr int kSchemaVersion = 9;
+  static constexpr int kSchemaVersion = 10;
 
   // Opens (creating if needed) the database at `path`. Fails with
   // kFailedPrecondition, naming the file and changing nothing, if it is not

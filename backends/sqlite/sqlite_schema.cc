@@ -129,7 +129,7 @@ absl::Status CheckObjects(sqlite3* db) {
 
 absl::Status CreateOrCheck(sqlite3* db) {
   constexpr int kVersion = SqliteBackend::kSchemaVersion;
-  static_assert(kVersion == 9, "add the migration to the new version");
+  static_assert(kVersion == 10, "add the migration to the new version");
   SLUICE_ASSIGN_OR_RETURN(int64_t version, QueryInt(db, "PRAGMA user_version",
                                                     "read schema version"));
   if (version == kVersion) return CheckObjects(db);

@@ -44,7 +44,10 @@
 //   tasks by message        tasks UNIQUE (queue_name, message_id)
 //   unfinished tasks        the run's (or step's) tasks by PK, the ended
 //                           ones skipped: no index of their own
-//   stalled tasks           tasks_stalled (partial: started), by stall_at
+//   stalled tasks           their messages, through messages_read by
+//                           (queue, visible_at) and tasks UNIQUE
+//                           (queue_name, message_id): a task's updates
+//                           touch no index (decision 0087)
 //   stale reports           outbox_by_created
 //   runs of a flow / all    runs_by_flow / runs_by_start, by (started_at,
 //                           run_id): ListRuns pages by (time, run id)
@@ -279,9 +282,7 @@ CREATE TABLE tasks (
   UNIQUE (queue_name, message_id)
 ) WITHOUT ROWID;
 )sql",
-                                    R"sql(
-CREATE INDEX tasks_stalled ON tasks (stall_at) WHERE status = 'started';
-)sql"};
+                                    ""};
 
 // The attempts ledger: one row per ended attempt, kept until its run goes.
 inline constexpr TableSchema kAttempts{"attempts", R"sql(

@@ -118,6 +118,12 @@ DROP INDEX IF EXISTS messages_delayed;
 DROP INDEX IF EXISTS messages_read;
 )sql";
 
+// Version 10 (docs/decisions/0087): stall recovery finds started tasks
+// through their read messages, so tasks need no index of stall times.
+constexpr char kDropIndexesV10[] = R"sql(
+DROP INDEX IF EXISTS tasks_stalled;
+)sql";
+
 absl::Status Execute(sqlite3* db, const char* sql, std::string_view what) {
   return ExecuteSchemaSql(db, sql, what);
 }
@@ -197,9 +203,12 @@ absl::Status UpgradeSchema(sqlite3* db, int64_t version) {
     SLUICE_RETURN_IF_ERROR(
         Execute(db, kIndexesV8, "upgrade schema version 7 to 8"));
   }
-  constexpr std::string_view kWhatV9 = "upgrade schema version 8 to 9";
-  SLUICE_RETURN_IF_ERROR(Execute(db, kDropIndexesV9, kWhatV9));
-  return Execute(db, kMessages.indexes, kWhatV9);
+  if (version <= 8) {
+    constexpr std::string_view kWhatV9 = "upgrade schema version 8 to 9";
+    SLUICE_RETURN_IF_ERROR(Execute(db, kDropIndexesV9, kWhatV9));
+    SLUICE_RETURN_IF_ERROR(Execute(db, kMessages.indexes, kWhatV9));
+  }
+  return Execute(db, kDropIndexesV10, "upgrade schema version 9 to 10");
 }
 
 }  // namespace sluice::sqlite_internal

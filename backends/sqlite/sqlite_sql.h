@@ -345,16 +345,24 @@ inline constexpr auto kListTasks =
 inline constexpr std::string_view kGetTaskOutputs =
     "SELECT j.key, t.task_index, t.output FROM sluice_rows(?1) AS j "
     "CROSS JOIN tasks AS t ON t.run_seq = j.c0 AND t.step_index = j.c1";
-// tasks_stalled holds (stall_at, then the primary key), so this order is the
-// index's own.
+// A started task's message has been read and is visible by ?3 at the latest
+// (the engine's lease rule, decision 0064), so the stalled tasks are among
+// the read messages due by ?3: one range of messages_read per queue, each
+// message's task by tasks' UNIQUE (queue_name, message_id) (decision 0087).
+// The few found are sorted by stall time, run insertion and key.
+inline constexpr char kDueReadMessages[] =
+    "WITH due (q, id) AS (SELECT queue_name, message_id "
+    "FROM messages INDEXED BY messages_read "
+    "WHERE queue_name IN (SELECT name FROM queues) AND read_count > 0 "
+    "AND visible_at <= ?3) SELECT ";
 inline constexpr char kStalledWhere[] =
-    " FROM tasks INDEXED BY tasks_stalled "
+    " FROM due CROSS JOIN tasks ON queue_name = due.q AND message_id = due.id "
     "WHERE status = 'started' AND stall_at < ?1 "
     "ORDER BY stall_at, run_seq, step_index, task_index LIMIT ?2";
 inline constexpr auto kFindStalledTasksAll =
-    JoinSql("SELECT ", kTaskColumns.text, kStalledWhere);
+    JoinSql(kDueReadMessages, kTaskColumns.text, kStalledWhere);
 inline constexpr auto kFindStalledTasksNoPayloads =
-    JoinSql("SELECT ", kTaskStateColumns, kStalledWhere);
+    JoinSql(kDueReadMessages, kTaskStateColumns, kStalledWhere);
 inline constexpr ByFields kFindStalledTasks{kFindStalledTasksAll.view(),
                                             kFindStalledTasksNoPayloads.view()};
 

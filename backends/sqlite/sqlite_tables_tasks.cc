@@ -288,6 +288,7 @@ absl::StatusOr<std::vector<TaskRecord>> SqliteTables::FindStalledTasks(
       Prepare(sql::kFindStalledTasks.For(fields), "FindStalledTasks"));
   find.BindTime(1, query.now);
   find.BindInt(2, query.limit);
+  find.BindTime(3, query.messages_visible_by);
   return QueryTasks(find, fields);
 }
 
