@@ -279,14 +279,15 @@ inline constexpr auto kGetTasksNoPayloads =
 inline constexpr ByFields kGetTasks{kGetTasksAll.view(),
                                     kGetTasksNoPayloads.view()};
 
-// ?1 is the queue; rows: (message id).
+// ?1 is the queue; rows: (message id). Each task comes with its run's seq,
+// which the claim's task updates then need not look up.
 inline constexpr char kTasksByMessage[] =
     " FROM sluice_rows(?2) AS j CROSS JOIN tasks AS t "
     "ON t.queue_name = ?1 AND t.message_id = j.c0";
 inline constexpr auto kGetTasksByMessageAll =
-    JoinSql("SELECT j.key, ", kTaskColumns.text, kTasksByMessage);
+    JoinSql("SELECT j.key, t.run_seq, ", kTaskColumns.text, kTasksByMessage);
 inline constexpr auto kGetTasksByMessageNoPayloads =
-    JoinSql("SELECT j.key, ", kTaskStateColumns, kTasksByMessage);
+    JoinSql("SELECT j.key, t.run_seq, ", kTaskStateColumns, kTasksByMessage);
 inline constexpr ByFields kGetTasksByMessage{
     kGetTasksByMessageAll.view(), kGetTasksByMessageNoPayloads.view()};
 

@@ -141,8 +141,13 @@ SqliteTables::GetTasksByMessage(std::string_view queue,
       Prepare(sql::kGetTasksByMessage.For(fields), "GetTasksByMessage"));
   get.BindText(1, queue);
   get.BindRows(2, ids);
-  SLUICE_RETURN_IF_ERROR(ReadTasksByKey(get, fields, tasks));
-  return tasks;
+  while (true) {
+    SLUICE_ASSIGN_OR_RETURN(bool row, get.Step());
+    if (!row) return tasks;
+    SLUICE_ASSIGN_OR_RETURN(TaskRecord task, ReadTask(get, fields, 2));
+    run_seqs_.emplace(task.key.run_id, get.Int(1));
+    tasks[get.Int(0)] = std::move(task);
+  }
 }
 
 namespace {
