@@ -57,6 +57,11 @@ void Statement::BindText(int index, std::string_view value) {
                                SQLITE_TRANSIENT, SQLITE_UTF8));
 }
 
+void Statement::BindBorrowedText(int index, std::string_view value) {
+  NoteBind(sqlite3_bind_text64(statement_, index, value.data(), value.size(),
+                               SQLITE_STATIC, SQLITE_UTF8));
+}
+
 void Statement::BindNull(int index) {
   NoteBind(sqlite3_bind_null(statement_, index));
 }

@@ -76,6 +76,9 @@ class Statement {
   void BindTime(int index, absl::Time value);
   void BindOptionalInt(int index, std::optional<int> value);
   void BindOptionalTime(int index, std::optional<absl::Time> value);
+  // As BindText without the copy, for hot statements run once per record:
+  // `value` must outlive this execution, up to Reset() or this object's end.
+  void BindBorrowedText(int index, std::string_view value);
   // Binds `rows` for `sluice_rows(?index)` (sqlite_bound_rows.h). `rows`
   // must outlive this execution.
   void BindRows(int index, const BoundRows& rows);

@@ -152,21 +152,22 @@ SqliteTables::GetTasksByMessage(std::string_view queue,
 
 namespace {
 
+// `u` outlives the execution (Applied), so its text is bound without a copy.
 void BindUpdate(Statement& update, int64_t run_seq, const TaskUpdate& u) {
   const TaskRecord& task = u.task;
   update.BindInt(1, run_seq);
   update.BindInt(2, task.key.step_index);
   update.BindInt(3, task.key.task_index);
-  update.BindText(4, ToString(task.status));
+  update.BindBorrowedText(4, ToString(task.status));
   update.BindInt(5, task.attempts);
-  update.BindText(6, task.error);
+  update.BindBorrowedText(6, task.error);
   update.BindOptionalTime(7, task.started_at);
   update.BindOptionalTime(8, task.finished_at);
   update.BindOptionalTime(9, task.stall_at);
   update.BindInt(10, task.requeued_count);
-  update.BindText(11, task.worker_id);
+  update.BindBorrowedText(11, task.worker_id);
   BindOptionalJson(update, 12, task.output);
-  update.BindText(13, ToString(u.expected_status));
+  update.BindBorrowedText(13, ToString(u.expected_status));
   update.BindInt(14, u.expected_attempts);
   update.BindInt(15, task.budget_start);
   update.BindInt(16, task.cancel_requested ? 1 : 0);
