@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "sqlite_backend.h"
 #include "sqlite_statement.h"
+#include "sqlite_tables.h"
 
 namespace sluice {
 
@@ -55,6 +56,9 @@ struct SqliteBackend::Connection {
   // unlocking), so a thread reading its own id here knows it holds `mu`.
   std::atomic<std::thread::id> owner;
   sqlite_internal::StatementCache statements ABSL_GUARDED_BY(mu);
+  // Not kept for a borrowed connection: its host may roll back what a
+  // transaction released.
+  sqlite_internal::KnownRunSeqs known_seqs ABSL_GUARDED_BY(mu);
 };
 
 }  // namespace sluice

@@ -101,12 +101,20 @@ absl::StatusOr<std::vector<std::optional<int64_t>>> SqliteTables::FindRunSeqs(
   std::vector<std::optional<int64_t>> seqs(run_ids.size());
   std::vector<size_t> unseen;  // positions of runs this transaction hasn't seen
   for (size_t i = 0; i < run_ids.size(); ++i) {
-    auto known = run_seqs_.find(run_ids[i]);
-    if (known != run_seqs_.end()) {
-      seqs[i] = known->second;
-    } else {
-      unseen.push_back(i);
+    auto seen = run_seqs_.find(run_ids[i]);
+    if (seen != run_seqs_.end()) {
+      seqs[i] = seen->second;
+      continue;
     }
+    if (known_ != nullptr) {
+      auto committed = known_->seqs.find(run_ids[i]);
+      if (committed != known_->seqs.end()) {
+        seqs[i] = committed->second;
+        run_seqs_.emplace(run_ids[i], committed->second);
+        continue;
+      }
+    }
+    unseen.push_back(i);
   }
   if (unseen.empty()) return seqs;
   BoundRows rows(1, unseen.size());
@@ -122,6 +130,14 @@ absl::StatusOr<std::vector<std::optional<int64_t>>> SqliteTables::FindRunSeqs(
     run_seqs_.emplace(run_ids[i], *seqs[i]);
   }
   return seqs;
+}
+
+void SqliteTables::CommitRunSeqs(KnownRunSeqs& known) const {
+  for (const RunId& run_id : deleted_runs_) known.seqs.erase(run_id);
+  if (known.seqs.size() + run_seqs_.size() > KnownRunSeqs::kMaxRuns) {
+    known.seqs.clear();
+  }
+  for (const auto& [run_id, seq] : run_seqs_) known.seqs[run_id] = seq;
 }
 
 absl::StatusOr<std::vector<int64_t>> SqliteTables::RequireRunSeqs(

@@ -240,6 +240,7 @@ absl::StatusOr<int> SqliteTables::DeleteRuns(std::span<const RunId> run_ids) {
     if (seqs[i].has_value() && run_seqs_.erase(run_ids[i]) == 1) {
       runs.AddInt(*seqs[i]);
       AddRunId(runs, run_ids[i]);
+      deleted_runs_.push_back(run_ids[i]);
     }
   }
   if (runs.empty()) return 0;

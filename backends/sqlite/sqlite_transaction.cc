@@ -18,7 +18,9 @@ constexpr char kRollbackToSavepoint[] = "ROLLBACK TO sluice_host";
 }  // namespace
 
 SqliteTransaction::SqliteTransaction(SqliteBackend::Connection& connection)
-    : connection_(connection), tables_(connection.statements) {}
+    : connection_(connection),
+      tables_(connection.statements,
+              connection.borrowed ? nullptr : &connection.known_seqs) {}
 
 SqliteTransaction::~SqliteTransaction() { End(); }
 
@@ -46,6 +48,7 @@ absl::StatusOr<std::unique_ptr<Transaction>> SqliteTransaction::Begin(
   SLUICE_RETURN_IF_ERROR(
       transaction->ExecuteControl("BEGIN IMMEDIATE", "Begin"));
   transaction->active_ = true;
+  SLUICE_RETURN_IF_ERROR(transaction->CheckKnownRunSeqs());
   return transaction;
 }
 
@@ -66,9 +69,28 @@ absl::Status SqliteTransaction::Commit() {
   SLUICE_RETURN_IF_ERROR(CheckUsable());
   absl::Status status = ExecuteControl(
       connection_.borrowed ? kReleaseSavepoint : "COMMIT", "Commit");
-  if (status.ok()) active_ = false;
+  if (status.ok()) {
+    active_ = false;
+    if (!connection_.borrowed) tables_.CommitRunSeqs(connection_.known_seqs);
+  }
   End();  // a failed COMMIT leaves the transaction open: roll it back
   return status;
+}
+
+// Holding the write lock (BEGIN IMMEDIATE), so no other connection can
+// commit until this transaction ends.
+absl::Status SqliteTransaction::CheckKnownRunSeqs() {
+  SLUICE_ASSIGN_OR_RETURN(
+      sqlite_internal::Statement version,
+      connection_.statements.Prepare("PRAGMA data_version", "Begin"));
+  SLUICE_ASSIGN_OR_RETURN(bool row, version.Step());
+  const int64_t data_version = row ? version.Int(0) : -1;
+  sqlite_internal::KnownRunSeqs& known = connection_.known_seqs;
+  if (data_version != known.data_version) {
+    known.seqs.clear();
+    known.data_version = data_version;
+  }
+  return absl::OkStatus();
 }
 
 void SqliteTransaction::End() {

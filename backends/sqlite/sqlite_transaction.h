@@ -220,6 +220,9 @@ class SqliteTransaction final : public Transaction,
   absl::Status CheckUsable() const;
   // A borrowed connection's Begin(): a savepoint in the host's transaction.
   absl::Status BeginSavepoint();
+  // Forgets the connection's known run seqs if another connection has
+  // committed since they were kept.
+  absl::Status CheckKnownRunSeqs();
   // BEGIN / COMMIT / ROLLBACK.
   absl::Status ExecuteControl(std::string_view sql, std::string_view operation);
   // Rolls back unless done, then releases the connection's mutex.
