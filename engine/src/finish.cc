@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "apply_here.h"
 #include "compiled_flow.h"
 #include "engine_impl.h"
@@ -13,7 +12,6 @@
 #include "finish_plan.h"
 #include "lease.h"
 #include "ledger.h"
-#include "run_options.h"
 #include "sluice/engine.h"
 #include "sluice/errors.h"
 #include "sluice/internal/one_trip_finishes.h"
@@ -21,7 +19,6 @@
 #include "sluice/internal/strings.h"
 #include "sluice/json.h"
 #include "taken_back.h"
-#include "utf8.h"
 
 namespace sluice {
 namespace {
