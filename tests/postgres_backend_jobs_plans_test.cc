@@ -18,6 +18,7 @@
 #include "pg_one_row.h"
 #include "pg_queue_sql.h"
 #include "pg_sql.h"
+#include "pg_sql_tasks.h"
 #include "pg_sql_counters.h"
 #include "pg_values.h"
 #include "postgres_jobs_fixture.h"

@@ -19,6 +19,7 @@
 #include "pg_queue_sql.h"
 #include "pg_session.h"
 #include "pg_sql.h"
+#include "pg_sql_tasks.h"
 #include "sluice/backend.h"
 #include "sluice/backends.h"
 #include "sluice/clock.h"

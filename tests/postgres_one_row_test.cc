@@ -7,6 +7,7 @@
 #include "pg_one_row.h"
 #include "pg_queue_sql.h"
 #include "pg_sql.h"
+#include "pg_sql_tasks.h"
 
 namespace sluice::testing {
 namespace {

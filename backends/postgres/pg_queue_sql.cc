@@ -2,6 +2,7 @@
 
 #include "absl/strings/ascii.h"
 #include "pg_sql.h"
+#include "pg_sql_tasks.h"
 #include "sluice/internal/strings.h"
 
 namespace sluice::postgres_internal {

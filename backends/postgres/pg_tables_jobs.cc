@@ -4,6 +4,7 @@
 
 #include "pg_rows.h"
 #include "pg_sql.h"
+#include "pg_sql_tasks.h"
 #include "pg_tables.h"
 #include "sluice/internal/status_macros.h"
 #include "sluice/internal/strings.h"

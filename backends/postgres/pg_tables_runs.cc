@@ -10,6 +10,7 @@
 #include "pg_batches.h"
 #include "pg_rows.h"
 #include "pg_sql.h"
+#include "pg_sql_tasks.h"
 #include "pg_sql_children.h"
 #include "pg_tables.h"
 #include "pg_update_columns.h"
