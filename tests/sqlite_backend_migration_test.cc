@@ -467,25 +467,36 @@ TEST_F(SqliteBackendTest, Open_Version1File_UpgradesThroughToFanOut) {
   EXPECT_TRUE(txn->Commit().ok());
 }
 
-TEST_F(SqliteBackendTest, Open_Version5File_DropsTheUnfinishedTasksIndex) {
-  const std::string fresh = path() + ".fresh";
-  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
-  // A version 5 file: today's layout with the index version 6 dropped.
-  ASSERT_TRUE(SqliteBackend::Open(path()).ok());
-  RawDatabase(path()).Exec(
-      "CREATE INDEX tasks_unfinished ON tasks (run_seq, step_index, "
-      "task_index) WHERE status IN ('queued', 'started', 'waiting'); "
-      "PRAGMA user_version = 5");
+// A file of `version`: today's layout plus `index`, which a later version
+// dropped, made by `create`. Opening it upgrades it to today's layout.
+class SqliteDroppedIndexTest : public SqliteBackendTest {
+ protected:
+  void ExpectUpgradeDrops(int version, std::string_view index,
+                          std::string_view create) {
+    const std::string fresh = path() + ".fresh";
+    ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
+    ASSERT_TRUE(SqliteBackend::Open(path()).ok());
+    RawDatabase(path()).Exec(
+        StrCat(create, "; PRAGMA user_version = ", version));
 
-  ASSERT_NE(Open(), nullptr);
+    ASSERT_NE(Open(), nullptr);
 
-  RawDatabase raw(path());
-  EXPECT_EQ(raw.Value("PRAGMA user_version"),
-            StrCat(SqliteBackend::kSchemaVersion));
-  EXPECT_EQ(raw.Value("SELECT count(*) FROM sqlite_schema "
-                      "WHERE name = 'tasks_unfinished'"),
-            "0");
-  EXPECT_EQ(Layout(path()), Layout(fresh));
+    RawDatabase raw(path());
+    EXPECT_EQ(raw.Value("PRAGMA user_version"),
+              StrCat(SqliteBackend::kSchemaVersion));
+    EXPECT_EQ(raw.Value(StrCat("SELECT count(*) FROM sqlite_schema "
+                               "WHERE name = '",
+                               index, "'")),
+              "0");
+    EXPECT_EQ(Layout(path()), Layout(fresh));
+  }
+};
+
+TEST_F(SqliteDroppedIndexTest, Version5File_DropsTheUnfinishedTasksIndex) {
+  ExpectUpgradeDrops(5, "tasks_unfinished",
+                     "CREATE INDEX tasks_unfinished ON tasks (run_seq, "
+                     "step_index, task_index) WHERE status IN ('queued', "
+                     "'started', 'waiting')");
 }
 
 TEST_F(SqliteBackendTest, Open_Version7File_IndexesEndedRunsByFlowAndStatus) {
@@ -504,24 +515,10 @@ TEST_F(SqliteBackendTest, Open_Version7File_IndexesEndedRunsByFlowAndStatus) {
   EXPECT_EQ(Layout(path()), Layout(fresh));
 }
 
-TEST_F(SqliteBackendTest, Open_Version9File_DropsTheStalledTasksIndex) {
-  const std::string fresh = path() + ".fresh";
-  ASSERT_TRUE(SqliteBackend::Open(fresh).ok());
-  // A version 9 file: today's layout with the index version 10 dropped.
-  ASSERT_TRUE(SqliteBackend::Open(path()).ok());
-  RawDatabase(path()).Exec(
-      "CREATE INDEX tasks_stalled ON tasks (stall_at) "
-      "WHERE status = 'started'; PRAGMA user_version = 9");
-
-  ASSERT_NE(Open(), nullptr);
-
-  RawDatabase raw(path());
-  EXPECT_EQ(raw.Value("PRAGMA user_version"),
-            StrCat(SqliteBackend::kSchemaVersion));
-  EXPECT_EQ(raw.Value("SELECT count(*) FROM sqlite_schema "
-                      "WHERE name = 'tasks_stalled'"),
-            "0");
-  EXPECT_EQ(Layout(path()), Layout(fresh));
+TEST_F(SqliteDroppedIndexTest, Version9File_DropsTheStalledTasksIndex) {
+  ExpectUpgradeDrops(9, "tasks_stalled",
+                     "CREATE INDEX tasks_stalled ON tasks (stall_at) "
+                     "WHERE status = 'started'");
 }
 
 TEST_F(SqliteBackendTest, Open_Version3FileThatCannotUpgrade_ChangesNothing) {

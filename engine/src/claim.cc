@@ -26,6 +26,7 @@ using claim_internal::CheckGenerations;
 using claim_internal::ClaimedFrom;
 using claim_internal::ClaimOnServer;
 using claim_internal::ClaimTerms;
+using claim_internal::ClaimUpdateOf;
 using claim_internal::CountClaimed;
 using claim_internal::FailUnreadable;
 using claim_internal::NoteUnreadable;
@@ -186,20 +187,13 @@ TaskUpdate StartUpdate(const TaskRecord& t, const CompiledStep& step,
                        const EngineOptions& options) {
   LeaseTimes lease =
       ComputeLease(EffectivePolicy(step, t).timeout, now, options);
-  TaskUpdate u;
-  u.expected_status = t.status;
-  u.expected_attempts = t.attempts;
-  u.skip_if_locked = true;
-  u.task.key = t.key;
+  TaskUpdate u = ClaimUpdateOf(t);
   u.task.status = TaskStatus::kStarted;
   u.task.attempts = t.attempts + 1;
   u.task.error = t.error;
   u.task.started_at = now;
   u.task.stall_at = lease.stall_at;
-  u.task.requeued_count = t.requeued_count;
   u.task.worker_id = request.worker_id;
-  u.task.budget_start = t.budget_start;
-  u.task.message_id = t.message_id;
   return u;
 }
 

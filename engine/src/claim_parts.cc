@@ -81,24 +81,29 @@ absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
   return common ? *common + options.claim_grace : options.claim_grace;
 }
 
-// The update that fails a queued task whose row can't be read, for good:
-// no attempt is consumed and no policy applies, since no retry could read it.
-TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
-                          absl::Time now) {
+TaskUpdate ClaimUpdateOf(const TaskRecord& t) {
   TaskUpdate u;
   u.expected_status = t.status;
   u.expected_attempts = t.attempts;
   u.skip_if_locked = true;
   u.task.key = t.key;
+  u.task.requeued_count = t.requeued_count;
+  u.task.budget_start = t.budget_start;
+  u.task.message_id = t.message_id;
+  return u;
+}
+
+// The update that fails a queued task whose row can't be read, for good:
+// no attempt is consumed and no policy applies, since no retry could read it.
+TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
+                          absl::Time now) {
+  TaskUpdate u = ClaimUpdateOf(t);
   u.task.status = TaskStatus::kFailed;
   u.task.attempts = t.attempts;
   u.task.error = UnreadableError(StrCat("step \"", step.shape->slug, "\" task ",
                                         t.key.task_index, ": ", t.unreadable));
   u.task.finished_at = now;
-  u.task.requeued_count = t.requeued_count;
   u.task.worker_id = t.worker_id;
-  u.task.budget_start = t.budget_start;
-  u.task.message_id = t.message_id;
   return u;
 }
 

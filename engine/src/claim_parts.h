@@ -57,6 +57,11 @@ absl::StatusOr<absl::Duration> ReadVisibility(FlowLookup& flows,
                                               const ClaimRequest& request,
                                               const EngineOptions& options);
 
+// A claim's update of task `t` as read: expecting its status and attempts,
+// never waiting on its lock, keeping what the claim does not change. The
+// caller sets the task's new state.
+TaskUpdate ClaimUpdateOf(const TaskRecord& t);
+
 // The update that fails a queued task whose row can't be read, for good:
 // no attempt is consumed and no policy applies, since no retry could read it.
 TaskUpdate FailUnreadable(const TaskRecord& t, const CompiledStep& step,
