@@ -132,7 +132,9 @@ absl::StatusOr<std::vector<std::optional<int64_t>>> SqliteTables::FindRunSeqs(
   return seqs;
 }
 
-void SqliteTables::CommitRunSeqs(KnownRunSeqs& known) const {
+void SqliteTables::CommitRunSeqs() {
+  if (known_ == nullptr) return;
+  KnownRunSeqs& known = *known_;
   for (const RunId& run_id : deleted_runs_) known.seqs.erase(run_id);
   if (known.seqs.size() + run_seqs_.size() > KnownRunSeqs::kMaxRuns) {
     known.seqs.clear();

@@ -53,8 +53,8 @@ std::vector<RunId> RunIdsOf(std::span<const Record> records,
 // The seqs of runs as of a connection's last commit, kept across its
 // transactions so that a task's updates need not look its run up again
 // (decision 0088). Valid while no other connection has committed since:
-// `data_version` is `PRAGMA data_version` at that commit, which other
-// connections' commits change and the connection's own do not.
+// `data_version` is `PRAGMA data_version` as its transactions last read it,
+// which other connections' commits change and the connection's own do not.
 struct KnownRunSeqs {
   // Forgotten all at once past this many, rather than tracking age.
   static constexpr size_t kMaxRuns = 100'000;
@@ -65,14 +65,15 @@ struct KnownRunSeqs {
 class SqliteTables {
  public:
   // `known`, if given, holds the seqs committed before this transaction
-  // began (checked against other connections' commits by the caller).
+  // began (checked against other connections' commits by the caller), and
+  // CommitRunSeqs adds this transaction's to it.
   explicit SqliteTables(StatementCache& statements,
-                        const KnownRunSeqs* known = nullptr)
+                        KnownRunSeqs* known = nullptr)
       : statements_(statements), known_(known) {}
 
   // After this transaction committed: its lookups, inserts and deletes of
-  // runs, applied to `known`.
-  void CommitRunSeqs(KnownRunSeqs& known) const;
+  // runs, applied to the connection's known seqs, if it keeps them.
+  void CommitRunSeqs();
 
   absl::StatusOr<std::optional<FlowRecord>> GetFlow(std::string_view flow_slug);
   absl::Status InsertFlow(const FlowRecord& flow);
@@ -255,7 +256,7 @@ class SqliteTables {
       std::span<const RunCounterDelta> deltas, std::string_view operation);
 
   StatementCache& statements_;
-  const KnownRunSeqs* known_;
+  KnownRunSeqs* const known_;
   // Seqs of runs that exist, as this transaction looked them up or
   // inserted them.
   absl::flat_hash_map<RunId, int64_t> run_seqs_;

@@ -71,7 +71,7 @@ absl::Status SqliteTransaction::Commit() {
       connection_.borrowed ? kReleaseSavepoint : "COMMIT", "Commit");
   if (status.ok()) {
     active_ = false;
-    if (!connection_.borrowed) tables_.CommitRunSeqs(connection_.known_seqs);
+    tables_.CommitRunSeqs();
   }
   End();  // a failed COMMIT leaves the transaction open: roll it back
   return status;
