@@ -2,8 +2,9 @@
 # Counts the instructions of one sluice-bench run under callgrind, where
 # wall-clock rounds on a noisy machine cannot show a change of a few
 # percent. Prints, in millions, the inclusive count of each kind of
-# transaction (claims, finishes, starts), of the workers' sweeps, and of
-# the whole program.
+# transaction (claims, finishes, starts; of starts and finishes, what
+# they plan before their transactions begin), of the workers' sweeps, and
+# of the whole program.
 #
 #   scripts/bench_instructions.sh BACKEND_URL WORKLOAD [sluice-bench options]
 #   scripts/bench_instructions.sh sqlite:/tmp/ins.db W1
@@ -56,4 +57,9 @@ count total "PROGRAM TOTALS"
 count claims "::ClaimInEngine("
 count finishes "::FinishInOneTransaction("
 count starts "::StartRunsOnce("
+# Planned before their transactions begin, so not in their critical
+# sections: of starts, the new runs; of finishes, the results (where the
+# claim's record is at hand, as in every workload here).
+count planned "::PlanNewRuns("
+count results "finish_internal::PlanResult<"
 count sweeps "WorkerImpl::Sweep("

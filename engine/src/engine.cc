@@ -106,6 +106,14 @@ absl::StatusOr<std::shared_ptr<const CompiledFlow>> Engine::Impl::FlowFor(
   return flow;
 }
 
+std::shared_ptr<const CompiledFlow> Engine::Impl::CachedFlowFor(
+    std::string_view slug) {
+  if (options_.development_recompile) return nullptr;
+  absl::MutexLock lock(&flows_mu_);
+  auto it = flows_.find(ToAbsl(slug));
+  return it == flows_.end() ? nullptr : it->second.flow;
+}
+
 void Engine::Impl::RememberFlow(std::shared_ptr<const CompiledFlow> flow,
                                 int64_t generation) {
   // A copy, once cached, stays alive for the engine's lifetime: pointers
@@ -128,8 +136,15 @@ void Engine::Impl::ForgetFlow(std::string_view slug) {
 }
 
 absl::StatusOr<const CompiledFlow*> FlowLookup::Get(std::string_view slug) {
-  if (last_ == nullptr || last_->slug() != slug) {
-    SLUICE_ASSIGN_OR_RETURN(last_, impl_.FlowFor(tx_, slug));
+  if (last_ != nullptr && last_->slug() == slug) return last_.get();
+  if (tx_ != nullptr) {
+    SLUICE_ASSIGN_OR_RETURN(last_, impl_.FlowFor(*tx_, slug));
+    return last_.get();
+  }
+  last_ = impl_.CachedFlowFor(slug);
+  if (last_ == nullptr) {
+    return absl::FailedPreconditionError(
+        StrCat("flow \"", slug, "\" is not cached; read it in a transaction"));
   }
   return last_.get();
 }
@@ -315,12 +330,64 @@ absl::Status ValidateRunInput(const CompiledFlow& flow, const Json& input,
              JsonTypeName(input), which));
 }
 
+// The writes of new runs of `flow`, made without the store: the runs, their
+// first tasks and messages, and what their commit publishes.
+struct NewRuns {
+  const CompiledFlow* flow = nullptr;
+  absl::Time now;
+  WriteBatch writes;
+  TransactionEffects effects;
+  std::vector<RunId> ids;
+};
+
+absl::StatusOr<std::unique_ptr<NewRuns>> PlanNewRuns(
+    Engine::Impl& impl, const CompiledFlow& flow, std::span<const Json> inputs,
+    RunProgress::NewRunSettings settings) {
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(ValidateRunInput(flow, inputs[i], i, inputs.size()));
+  }
+  auto plan = std::make_unique<NewRuns>();
+  plan->flow = &flow;
+  plan->now = impl.Now();
+  RunProgress::Context context{
+      nullptr,
+      flow,
+      plan->now,
+      plan->writes,
+      impl.wants_events() ? &plan->effects.events : nullptr,
+      &plan->effects.runs};
+  plan->ids.reserve(inputs.size());
+  for (const Json& input : inputs) {
+    RunId id = impl.options().run_id_source ? impl.options().run_id_source()
+                                            : RunId::Random();
+    // `inputs` outlive the Flush, so the run keeps no copy.
+    settings.lasting_input = &input;
+    RunProgress run = RunProgress::ForNewRun(context, id, Json(), settings);
+    SLUICE_RETURN_IF_ERROR(run.Advance());
+    run.Finish();
+    plan->ids.push_back(id);
+  }
+  return plan;
+}
+
 // One attempt of StartRuns, in one transaction; `known_alias` as for
-// PinAlias.
+// PinAlias. With a known alias whose flow is cached, the runs are planned
+// before the transaction begins, so a backend that serializes writers
+// (SQLite, memory) holds its lock only for the writes; the transaction
+// then checks that the alias still names that flow.
 absl::StatusOr<std::vector<RunId>> StartRunsOnce(
     Engine::Impl& impl, std::string_view flow_slug,
     std::optional<std::string_view> known_alias, std::span<const Json> inputs,
-    RunProgress::NewRunSettings settings) {
+    const RunProgress::NewRunSettings& settings) {
+  std::unique_ptr<NewRuns> plan;
+  std::shared_ptr<const CompiledFlow> cached =
+      known_alias ? impl.CachedFlowFor(*known_alias) : nullptr;
+  if (cached != nullptr) {
+    // On any error, planned again in the transaction, which reports it.
+    absl::StatusOr<std::unique_ptr<NewRuns>> early =
+        PlanNewRuns(impl, *cached, inputs, settings);
+    if (early.ok()) plan = *std::move(early);
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   // Resolved in the transaction that creates the runs: each pins the
   // version active now.
@@ -328,34 +395,12 @@ absl::StatusOr<std::vector<RunId>> StartRunsOnce(
                           impl.PinAlias(*tx, flow_slug, "flow", known_alias));
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
                           impl.FlowFor(*tx, slug));
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(
-        ValidateRunInput(*flow, inputs[i], i, inputs.size()));
+  if (plan == nullptr || plan->flow != flow.get()) {
+    SLUICE_ASSIGN_OR_RETURN(plan, PlanNewRuns(impl, *flow, inputs, settings));
   }
-  absl::Time now = impl.Now();
-  WriteBatch writes;
-  TransactionEffects effects;
-  RunProgress::Context context{*tx,
-                               *flow,
-                               now,
-                               writes,
-                               impl.wants_events() ? &effects.events : nullptr,
-                               &effects.runs};
-  std::vector<RunId> ids;
-  ids.reserve(inputs.size());
-  for (const Json& input : inputs) {
-    RunId id = impl.options().run_id_source ? impl.options().run_id_source()
-                                            : RunId::Random();
-    // `inputs` outlive the Flush below, so the run keeps no copy.
-    settings.lasting_input = &input;
-    RunProgress run = RunProgress::ForNewRun(context, id, Json(), settings);
-    SLUICE_RETURN_IF_ERROR(run.Advance());
-    run.Finish();
-    ids.push_back(id);
-  }
-  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx, now, effects));
-  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(effects)));
-  return ids;
+  SLUICE_RETURN_IF_ERROR(plan->writes.Flush(*tx, plan->now, plan->effects));
+  SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(plan->effects)));
+  return std::move(plan->ids);
 }
 
 }  // namespace

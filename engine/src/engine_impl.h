@@ -50,12 +50,15 @@ struct HostScope {
 // one cache lookup rather than one per task.
 class FlowLookup {
  public:
-  FlowLookup(Engine::Impl& impl, Transaction& tx) : impl_(impl), tx_(tx) {}
+  FlowLookup(Engine::Impl& impl, Transaction& tx) : impl_(impl), tx_(&tx) {}
+  // Only the engine's cache (Engine::Impl::CachedFlowFor), for plans made
+  // before a transaction: a flow not cached is kFailedPrecondition.
+  explicit FlowLookup(Engine::Impl& impl) : impl_(impl), tx_(nullptr) {}
   absl::StatusOr<const CompiledFlow*> Get(std::string_view slug);
 
  private:
   Engine::Impl& impl_;
-  Transaction& tx_;
+  Transaction* tx_;
   std::shared_ptr<const CompiledFlow> last_;
 };
 
@@ -96,6 +99,9 @@ class Engine::Impl {
   // kNotFound if not deployed.
   absl::StatusOr<std::shared_ptr<const CompiledFlow>> FlowFor(
       Transaction& tx, std::string_view slug);
+  // The compiled flow FlowFor would return for `slug` without reading, or
+  // null: not cached yet, or development_recompile makes FlowFor read.
+  std::shared_ptr<const CompiledFlow> CachedFlowFor(std::string_view slug);
   // Caches `flow` at `generation`. A cached copy of an older generation is
   // replaced but kept alive, since running code may point into it.
   void RememberFlow(std::shared_ptr<const CompiledFlow> flow,

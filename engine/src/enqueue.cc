@@ -84,7 +84,7 @@ class Enqueuer {
  private:
   RunProgress::Context ContextFor(WriteBatch& writes) {
     return RunProgress::Context{
-        tx_,
+        &tx_,
         flow_,
         now_,
         writes,

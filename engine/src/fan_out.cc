@@ -275,7 +275,7 @@ absl::Status CreateChildRun(Engine::Impl& impl, Transaction& tx,
   settings.options = std::move(options);
   const Json* payload = spec.if_contains("payload");
   RunProgress run = RunProgress::ForNewRun(
-      RunProgress::Context{tx, *flow, now, writes,
+      RunProgress::Context{&tx, *flow, now, writes,
                            impl.wants_events() ? &effects.events : nullptr},
       link.child_run_id, payload != nullptr ? *payload : Json(),
       std::move(settings));

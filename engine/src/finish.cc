@@ -215,6 +215,39 @@ absl::StatusOr<std::vector<bool>> UpdateAndReadAhead(
   return std::move(updated.applied);
 }
 
+// The writes and plans of `results`, made before their transaction begins
+// (so that a backend which serializes writers, SQLite or memory, holds its
+// lock only for the writes), when every result carries its claim's record
+// (ClaimedRecord), none is a FanOut with children, and every flow is
+// cached. Else nullopt, and the transaction plans them.
+struct EarlyPlans {
+  std::vector<TaskUpdate> updates;
+  std::vector<Plan> plans;
+};
+
+std::optional<EarlyPlans> PlanBeforeTransaction(
+    Engine::Impl& impl, std::span<const TaskResult> results, absl::Time now) {
+  EarlyPlans early;
+  early.updates.reserve(results.size());
+  early.plans.reserve(results.size());
+  FlowLookup flows(impl);
+  for (size_t i = 0; i < results.size(); ++i) {
+    const TaskResult& result = results[i];
+    const TaskRecord* claimed = ClaimedRecord(result);
+    if (claimed == nullptr ||
+        (result.outcome.ok() && result.outcome->is_fan_out() &&
+         !result.outcome->fan_out().children.empty())) {
+      return std::nullopt;
+    }
+    if (!PlanResult(flows, impl.options(), result, i, *claimed, now,
+                    early.updates, early.plans)
+             .ok()) {
+      return std::nullopt;
+    }
+  }
+  return early;
+}
+
 // FinishTasks in one transaction. A failed completion write fails it with
 // `failed` set; the caller retries without that write.
 // With `here` set, completions apply in the same transaction where they
@@ -233,17 +266,23 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   FinishOutcome outcome;
   outcome.dispositions.assign(results.size(), ResultDisposition::kStale);
   const EngineOptions& options = impl.options();
-  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   absl::Time now = impl.Now();
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          ReadUnclaimed(*tx, results, keys));
+  std::optional<EarlyPlans> early = PlanBeforeTransaction(impl, results, now);
+  SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
-  updates.reserve(results.size());
-  plans.reserve(results.size());
+  if (early) {
+    updates = std::move(early->updates);
+    plans = std::move(early->plans);
+  } else {
+    updates.reserve(results.size());
+    plans.reserve(results.size());
+  }
+  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
+                          ReadUnclaimed(*tx, results, keys));
   FlowLookup flows(impl, *tx);
   LateArchives late_archives;
-  for (size_t i = 0; i < results.size(); ++i) {
+  for (size_t i = 0; i < results.size() && !early; ++i) {
     const TaskResult& result = results[i];
     if (result.outcome.ok() && result.outcome->is_fan_out() &&
         !result.outcome->fan_out().children.empty()) {

@@ -69,7 +69,7 @@ absl::Status Engine::CancelRunOnly(const RunId& run_id, CancelMode mode) {
   WriteBatch writes;
   TransactionEffects effects;
   RunProgress progress(
-      RunProgress::Context{*tx, *flow, now, writes,
+      RunProgress::Context{tx.get(), *flow, now, writes,
                            impl_->wants_events() ? &effects.events : nullptr,
                            &effects.runs},
       std::move(run), std::move(steps[0]), Fields::kNoPayloads);
@@ -172,7 +172,7 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
   }
 
   RunProgress progress(
-      RunProgress::Context{*tx, *flow, now, writes,
+      RunProgress::Context{tx.get(), *flow, now, writes,
                            impl_->wants_events() ? &effects.events : nullptr,
                            &effects.runs},
       std::move(run), std::move(steps), Fields::kNoPayloads);

@@ -197,7 +197,7 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
     RunReports& rr = *live_reports[i];
     CheckReportedSteps(*flow, rr);
     progress.emplace_back(
-        RunProgress::Context{tx, *flow, now, writes,
+        RunProgress::Context{&tx, *flow, now, writes,
                              impl.wants_events() ? &effects.events : nullptr,
                              &effects.runs},
         std::move(*live_runs[i]), std::move(states[i]), Fields::kNoPayloads);

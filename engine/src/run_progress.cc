@@ -79,6 +79,13 @@ RunProgress RunProgress::ForNewRun(Context context, RunId run_id, Json input,
   return progress;
 }
 
+absl::StatusOr<Transaction*> RunProgress::Store() const {
+  if (ctx_.tx != nullptr) return ctx_.tx;
+  return absl::FailedPreconditionError(
+      StrCat("run ", run_.run_id.ToString(),
+             ": planned before its transaction, but needs to read the store"));
+}
+
 RunProgress::RunProgress(Context context, RunRecord&& run,
                          std::vector<StepStateRecord>&& steps, Fields fields)
     : RunProgress(context, std::move(run), std::move(steps), /*fresh=*/false,
@@ -400,7 +407,7 @@ absl::Status RunProgress::MaybeCompleteRun() {
     // An implicit step is written only where the run's row does not say
     // it, which is rare: its output moves, and Finish copies it back then.
     const bool lend = !fresh_ && !implicit_ && dirty_[step.index] &&
-                      dynamic_cast<internal::WritesKeepOutputs*>(&ctx_.tx);
+                      dynamic_cast<internal::WritesKeepOutputs*>(ctx_.tx);
     if (!st.output.has_value() || (written && !lend && !implicit_)) {
       output.emplace(step.shape->slug, st.output.value_or(Json()));
       continue;
@@ -438,8 +445,9 @@ absl::Status RunProgress::CompleteTasks(int step, int count,
   }
   if (!outputs) {
     StepRef ref{run_.run_id, step};
+    SLUICE_ASSIGN_OR_RETURN(Transaction * tx, Store());
     SLUICE_ASSIGN_OR_RETURN(std::vector<StepOutputs> got,
-                            ctx_.tx.GetTaskOutputs(std::span(&ref, 1)));
+                            tx->GetTaskOutputs(std::span(&ref, 1)));
     outputs = std::move(got[0]);
   }
   if (!outputs->unreadable.empty()) {

@@ -39,7 +39,9 @@ absl::StatusOr<internal::RunsWithSteps> ReadPayloads(
 class RunProgress {
  public:
   struct Context {
-    Transaction& tx;
+    // Null while new runs are planned before their transaction begins
+    // (StartRuns): a path that must read the store then fails instead.
+    Transaction* tx;
     const CompiledFlow& flow;
     absl::Time now;
     WriteBatch& writes;
@@ -132,6 +134,9 @@ class RunProgress {
   void Finish();
 
  private:
+  // ctx_.tx, or kFailedPrecondition if there is none.
+  absl::StatusOr<Transaction*> Store() const;
+
   RunProgress(Context context, RunRecord&& run,
               std::vector<StepStateRecord>&& steps, bool fresh,
               bool payloads_loaded);

@@ -53,9 +53,10 @@ absl::Status RunProgress::EndUnfinishedTasks(int step, TaskStatus status) {
   if (fresh_) return absl::OkStatus();
   std::optional<int> only_step;
   if (step >= 0) only_step = step;
+  SLUICE_ASSIGN_OR_RETURN(Transaction * tx, Store());
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<TaskRecord> tasks,
-      ctx_.tx.GetUnfinishedTasks(run_.run_id, only_step, Fields::kNoPayloads));
+      tx->GetUnfinishedTasks(run_.run_id, only_step, Fields::kNoPayloads));
   for (TaskRecord& task : tasks) {
     task.key.run_id = run_.run_id;  // even if its copy did not decode
     TaskStatus expected = task.status;
@@ -126,8 +127,8 @@ std::string RunProgress::UnreadableState() const {
 }
 
 absl::Status RunProgress::CancelChildrenOf(const TaskKey& parent) {
-  return ctx_.tx
-      .CancelPendingChildLinks(parent, "cancelled: its parent task ended")
+  SLUICE_ASSIGN_OR_RETURN(Transaction * tx, Store());
+  return tx->CancelPendingChildLinks(parent, "cancelled: its parent task ended")
       .status();
 }
 

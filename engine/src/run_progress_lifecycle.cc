@@ -9,10 +9,10 @@ namespace sluice {
 
 absl::Status RunProgress::SettleCancelRequest() {
   if (!fresh_) {
+    SLUICE_ASSIGN_OR_RETURN(Transaction * tx, Store());
     SLUICE_ASSIGN_OR_RETURN(
         std::vector<TaskRecord> tasks,
-        ctx_.tx.GetUnfinishedTasks(run_.run_id, std::nullopt,
-                                   Fields::kNoPayloads));
+        tx->GetUnfinishedTasks(run_.run_id, std::nullopt, Fields::kNoPayloads));
     for (const TaskRecord& t : tasks) {
       if (t.status == TaskStatus::kStarted) return absl::OkStatus();
     }
@@ -29,9 +29,10 @@ absl::Status RunProgress::Cancel(CancelMode mode) {
   if (mode == CancelMode::kImmediate) {
     return EndRun(RunStatus::kCancelled, "cancelled");
   }
-  SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks,
-                          ctx_.tx.GetUnfinishedTasks(run_.run_id, std::nullopt,
-                                                     Fields::kNoPayloads));
+  SLUICE_ASSIGN_OR_RETURN(Transaction * tx, Store());
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<TaskRecord> tasks,
+      tx->GetUnfinishedTasks(run_.run_id, std::nullopt, Fields::kNoPayloads));
   bool any_started = false;
   for (TaskRecord& task : tasks) {
     task.key.run_id = run_.run_id;

@@ -24,8 +24,9 @@ absl::StatusOr<internal::RunsWithSteps> ReadPayloads(
 absl::Status RunProgress::LoadPayloads() {
   if (payloads_loaded_) return absl::OkStatus();
   RunId id = run_.run_id;
+  SLUICE_ASSIGN_OR_RETURN(Transaction * tx, Store());
   SLUICE_ASSIGN_OR_RETURN(internal::RunsWithSteps read,
-                          ReadPayloads(ctx_.tx, std::span(&id, 1)));
+                          ReadPayloads(*tx, std::span(&id, 1)));
   if (read.runs.empty() || !read.runs[0]) {
     return absl::InternalError(
         StrCat("run ", id.ToString(), " vanished while it was locked"));
