@@ -60,7 +60,9 @@ absl::Status ValidateInput(const CompiledFlow& flow, std::string_view owner,
 class Enqueuer {
  public:
   // `traceparent`: the tracer's current one, for items without their own.
-  Enqueuer(Engine::Impl& impl, Transaction& tx, const CompiledFlow& flow,
+  // `tx` is null while items without an id or dedupe key are planned before
+  // their transaction (PlanUnkeyed); Bind gives it before Flush.
+  Enqueuer(Engine::Impl& impl, Transaction* tx, const CompiledFlow& flow,
            absl::Time now, std::string traceparent)
       : impl_(impl),
         tx_(tx),
@@ -70,6 +72,7 @@ class Enqueuer {
 
   absl::StatusOr<EnqueueResult> Add(const Json& input,
                                     const EnqueueOptions& options);
+  void Bind(Transaction& tx) { tx_ = &tx; }
   // Writes what is still gathered.
   absl::Status Flush();
   // Whether an item with this id or dedupe key is gathered, not written.
@@ -84,7 +87,7 @@ class Enqueuer {
  private:
   RunProgress::Context ContextFor(WriteBatch& writes) {
     return RunProgress::Context{
-        &tx_,
+        tx_,
         flow_,
         now_,
         writes,
@@ -106,7 +109,7 @@ class Enqueuer {
   }
 
   Engine::Impl& impl_;
-  Transaction& tx_;
+  Transaction* tx_;
   const CompiledFlow& flow_;
   absl::Time now_;
   const std::string traceparent_;
@@ -132,7 +135,7 @@ absl::Status Enqueuer::CreateRun(WriteBatch& writes, RunId id,
 
 absl::Status Enqueuer::Flush() {
   if (!gathered_any_) return absl::OkStatus();
-  SLUICE_RETURN_IF_ERROR(gathered_->Flush(tx_, now_, effects_));
+  SLUICE_RETURN_IF_ERROR(gathered_->Flush(*tx_, now_, effects_));
   gathered_ = std::make_unique<WriteBatch>();
   gathered_any_ = false;
   gathered_ids_.clear();
@@ -145,7 +148,7 @@ absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ExistingById(
     const std::string& id) {
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> found,
-      tx_.FindRunsByKey(flow_.slug(), std::span(&id, 1), Fields::kNoPayloads));
+      tx_->FindRunsByKey(flow_.slug(), std::span(&id, 1), Fields::kNoPayloads));
   if (found.empty() || !found[0]) return std::nullopt;
   return EnqueueResult{found[0]->run_id, true};
 }
@@ -153,13 +156,13 @@ absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ExistingById(
 absl::StatusOr<bool> Enqueuer::IsDelayed(const RunRecord& run) {
   if (run.status != RunStatus::kStarted) return false;
   SLUICE_ASSIGN_OR_RETURN(std::vector<TaskRecord> tasks,
-                          tx_.ListTasks(run.run_id));
+                          tx_->ListTasks(run.run_id));
   if (tasks.empty()) return false;
   for (const TaskRecord& task : tasks) {
     if (task.status != TaskStatus::kQueued || task.attempts != 0) return false;
     SLUICE_ASSIGN_OR_RETURN(
         std::optional<MessageLocation> message,
-        tx_.LookupMessage(task.queue_name, task.message_id));
+        tx_->LookupMessage(task.queue_name, task.message_id));
     if (!message || message->archived || message->message.visible_at <= now_) {
       return false;
     }
@@ -173,8 +176,8 @@ absl::Status Enqueuer::Replace(const RunRecord& keyed, const Json& input,
   // run's input and creation-time fields; the ledger is carried over (a
   // never-claimed run normally has none).
   SLUICE_ASSIGN_OR_RETURN(std::vector<AttemptRecord> ledger,
-                          tx_.ListAttempts(keyed.run_id));
-  SLUICE_RETURN_IF_ERROR(tx_.DeleteRuns(std::span(&keyed.run_id, 1)).status());
+                          tx_->ListAttempts(keyed.run_id));
+  SLUICE_RETURN_IF_ERROR(tx_->DeleteRuns(std::span(&keyed.run_id, 1)).status());
   RunProgress::NewRunSettings settings =
       SettingsFor(flow_, options, now_, traceparent_);
   settings.external_key = keyed.external_key;
@@ -182,8 +185,8 @@ absl::Status Enqueuer::Replace(const RunRecord& keyed, const Json& input,
   WriteBatch writes;
   SLUICE_RETURN_IF_ERROR(
       CreateRun(writes, keyed.run_id, input, std::move(settings)));
-  SLUICE_RETURN_IF_ERROR(writes.Flush(tx_, now_, effects_));
-  if (!ledger.empty()) SLUICE_RETURN_IF_ERROR(tx_.AppendAttempts(ledger));
+  SLUICE_RETURN_IF_ERROR(writes.Flush(*tx_, now_, effects_));
+  if (!ledger.empty()) SLUICE_RETURN_IF_ERROR(tx_->AppendAttempts(ledger));
   wrote_ = true;
   return absl::OkStatus();
 }
@@ -192,12 +195,12 @@ absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ByDedupe(
     const Json& input, const EnqueueOptions& options) {
   const Dedupe& dedupe = *options.dedupe;
   SLUICE_ASSIGN_OR_RETURN(std::optional<DedupeRecord> entry,
-                          tx_.GetDedupe(flow_.slug(), dedupe.key));
+                          tx_->GetDedupe(flow_.slug(), dedupe.key));
   if (!entry) return std::nullopt;
   SLUICE_ASSIGN_OR_RETURN(
       std::vector<std::optional<RunRecord>> runs,
-      tx_.GetRuns(std::span(&entry->run_id, 1), LockMode::kForUpdate,
-                  Fields::kNoPayloads));
+      tx_->GetRuns(std::span(&entry->run_id, 1), LockMode::kForUpdate,
+                   Fields::kNoPayloads));
   const std::optional<RunRecord>& keyed = runs[0];
   EnqueueResult duplicate{entry->run_id, true};
   if (dedupe.replace && keyed) {
@@ -206,7 +209,7 @@ absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ByDedupe(
       SLUICE_RETURN_IF_ERROR(Replace(*keyed, input, options));
       if (dedupe.ttl) {
         entry->expires_at = now_ + *dedupe.ttl;
-        SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(*entry));
+        SLUICE_RETURN_IF_ERROR(tx_->PutDedupe(*entry));
       }
       return duplicate;
     }
@@ -214,7 +217,7 @@ absl::StatusOr<std::optional<EnqueueResult>> Enqueuer::ByDedupe(
   if (entry->expires_at && now_ < *entry->expires_at) {
     if (dedupe.extend && dedupe.ttl) {
       entry->expires_at = now_ + *dedupe.ttl;
-      SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(*entry));
+      SLUICE_RETURN_IF_ERROR(tx_->PutDedupe(*entry));
       wrote_ = true;
     }
     return duplicate;
@@ -253,7 +256,7 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
     // run that is still gathered; both commit together.
     DedupeRecord entry{flow_.slug(), options.dedupe->key, id, std::nullopt};
     if (options.dedupe->ttl) entry.expires_at = now_ + *options.dedupe->ttl;
-    SLUICE_RETURN_IF_ERROR(tx_.PutDedupe(entry));
+    SLUICE_RETURN_IF_ERROR(tx_->PutDedupe(entry));
     gathered_keys_.insert(options.dedupe->key);
     wrote_ = true;
   }
@@ -308,10 +311,66 @@ struct EnqueueCall {
   }
 };
 
+// A call's items added to an Enqueuer, and their results.
+struct Gathered {
+  const CompiledFlow* flow = nullptr;
+  std::unique_ptr<Enqueuer> enqueuer;
+  std::vector<EnqueueResult> results;
+};
+
+// Checks `call`'s items against `flow` and adds them to a new Enqueuer on
+// `tx`; with `tx` null, before the transaction, which only items without
+// an id or dedupe key may be (they read nothing).
+absl::StatusOr<Gathered> Gather(Engine::Impl& impl, const EnqueueCall& call,
+                                const CompiledFlow& flow, Transaction* tx) {
+  std::span<const Engine::EnqueueItem> items = call.items;
+  for (size_t i = 0; i < items.size(); ++i) {
+    SLUICE_RETURN_IF_ERROR(ValidateInput(flow, call.owner(i), items[i].payload,
+                                         impl.options().max_payload_bytes));
+  }
+  Gathered gathered{.flow = &flow,
+                    .enqueuer = std::make_unique<Enqueuer>(
+                        impl, tx, flow, impl.Now(), call.traceparent),
+                    .results = std::vector<EnqueueResult>(items.size())};
+  for (size_t i : CreationOrder(flow, items)) {
+    SLUICE_ASSIGN_OR_RETURN(
+        gathered.results[i],
+        gathered.enqueuer->Add(items[i].payload, items[i].options));
+  }
+  return gathered;
+}
+
+// The call's items planned before its transaction (decision 0089), so that
+// a backend which serializes writers holds its lock only for the writes; or
+// nullopt, and they are planned in the transaction. Only for a call of its
+// own (not in a host's transaction, no work of its own in it) whose items
+// carry no id or dedupe key, of a flow this engine has compiled, named by
+// slug or by a known alias. A failed plan is planned again in the
+// transaction, which reports it.
+std::optional<Gathered> PlanUnkeyed(Engine::Impl& impl, const EnqueueCall& call,
+                                    bool keyed,
+                                    std::optional<std::string_view> known) {
+  if (keyed || call.host != nullptr || call.in_transaction) return std::nullopt;
+  std::optional<std::string_view> slug =
+      call.target == Engine::Impl::Target::kSlug ? call.name : known;
+  if (!slug) return std::nullopt;
+  std::shared_ptr<const CompiledFlow> flow = impl.CachedFlowFor(*slug);
+  if (flow == nullptr || (call.as_job && !IsJob(*flow))) return std::nullopt;
+  absl::StatusOr<Gathered> early = Gather(impl, call, *flow, nullptr);
+  if (!early.ok()) return std::nullopt;
+  return *std::move(early);
+}
+
 // One attempt, in one transaction; `known_alias` as for PinAlias.
 absl::StatusOr<std::vector<EnqueueResult>> EnqueueOnce(
     Engine::Impl& impl, const EnqueueCall& call,
     std::optional<std::string_view> known_alias) {
+  std::span<const Engine::EnqueueItem> items = call.items;
+  bool keyed = std::any_of(items.begin(), items.end(), [](const auto& item) {
+    return item.options.id.has_value() || item.options.dedupe.has_value();
+  });
+  std::optional<Gathered> gathered =
+      PlanUnkeyed(impl, call, keyed, known_alias);
   SLUICE_ASSIGN_OR_RETURN(
       std::unique_ptr<Transaction> tx,
       call.host ? call.host->backend->Begin() : impl.Begin());
@@ -323,10 +382,6 @@ absl::StatusOr<std::vector<EnqueueResult>> EnqueueOnce(
     SLUICE_ASSIGN_OR_RETURN(
         flow_slug, impl.PinAlias(*tx, call.name, call.kind(), known_alias));
   }
-  std::span<const Engine::EnqueueItem> items = call.items;
-  bool keyed = std::any_of(items.begin(), items.end(), [](const auto& item) {
-    return item.options.id.has_value() || item.options.dedupe.has_value();
-  });
   // Ids and dedupe keys are decided by reading, then writing: two
   // transactions that both read "no such key" would both insert. Holding
   // the flow's slug lock serializes keyed enqueues of one job or flow
@@ -343,20 +398,16 @@ absl::StatusOr<std::vector<EnqueueResult>> EnqueueOnce(
                "first"));
   }
   if (!flow.ok()) return flow.status();
-  for (size_t i = 0; i < items.size(); ++i) {
-    SLUICE_RETURN_IF_ERROR(ValidateInput(**flow, call.owner(i),
-                                         items[i].payload,
-                                         impl.options().max_payload_bytes));
+  if (gathered && gathered->flow == flow->get()) {
+    gathered->enqueuer->Bind(*tx);
+  } else {
+    SLUICE_ASSIGN_OR_RETURN(gathered, Gather(impl, call, **flow, tx.get()));
   }
-  Enqueuer enqueuer(impl, *tx, **flow, impl.Now(), call.traceparent);
-  std::vector<EnqueueResult> results(items.size());
-  for (size_t i : CreationOrder(**flow, items)) {
-    SLUICE_ASSIGN_OR_RETURN(results[i],
-                            enqueuer.Add(items[i].payload, items[i].options));
-  }
+  Enqueuer& enqueuer = *gathered->enqueuer;
+  std::vector<EnqueueResult>& results = gathered->results;
   SLUICE_RETURN_IF_ERROR(enqueuer.Flush());
   if (!enqueuer.wrote() && !call.in_transaction) {
-    return results;  // duplicates only: nothing to commit
+    return std::move(results);  // duplicates only: nothing to commit
   }
   if (call.host != nullptr) {
     // Releases the savepoint; the host's own COMMIT makes it visible, so
@@ -369,10 +420,10 @@ absl::StatusOr<std::vector<EnqueueResult>> EnqueueOnce(
     }
     deferred.queues_to_wake.insert(effects.queues_to_wake.begin(),
                                    effects.queues_to_wake.end());
-    return results;
+    return std::move(results);
   }
   SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, enqueuer.TakeEffects()));
-  return results;
+  return std::move(results);
 }
 
 }  // namespace

@@ -145,6 +145,34 @@ TEST_P(CriticalSection, FinishWithTheClaimsRecords_ReadsTheTimeOutsideIt) {
   EXPECT_EQ(SerializeJson(*view.tasks[0].output), "7");
 }
 
+TEST_P(CriticalSection, EnqueueManyWithoutKeys_ReadsTheTimeOutsideIt) {
+  Job job("plain", [](const Json& payload, TaskContext&) { return payload; });
+  ASSERT_TRUE(engine().Deploy(job).ok());
+  UseNotingEngine();
+  std::vector<Engine::EnqueueItem> items{{J(R"({"n":1})"), {.priority = 1}},
+                                         {J(R"({"n":2})"), {.priority = 5}}};
+  // The first call resolves the job's name in its transaction.
+  ASSERT_TRUE(engine().EnqueueMany("plain", items).ok());
+  noting().Take();
+  absl::StatusOr<std::vector<EnqueueResult>> second =
+      engine().EnqueueMany("plain", items);
+  ASSERT_TRUE(second.ok()) << second.status();
+  std::vector<int> noted = noting().Take();
+  EXPECT_THAT(noted, Not(IsEmpty()));
+  EXPECT_THAT(noted, Each(Eq(0)));
+  // Claimed by priority, as from items planned in the transaction.
+  std::vector<std::string> claimed;
+  for (const ClaimedTask& task : Claim(job.flow(), 2)) {
+    claimed.push_back(SerializeJson(task.input));
+  }
+  EXPECT_THAT(claimed, ::testing::ElementsAre(R"({"run":{"n":2}})",
+                                              R"({"run":{"n":2}})"));
+  for (const EnqueueResult& result : *second) {
+    EXPECT_FALSE(result.duplicate);
+    EXPECT_EQ(View(result.run_id).run.started_at, clock().Now());
+  }
+}
+
 SLUICE_CONFORMANCE_SUITE(CriticalSection);
 
 }  // namespace
