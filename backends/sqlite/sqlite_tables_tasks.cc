@@ -32,14 +32,18 @@ absl::Status AppendReportRows(Statement& query,
 }
 
 // Reads every remaining row of a batch query, (key, then a task), into the
-// entry its key names.
-absl::Status ReadTasksByKey(Statement& query, Fields fields,
-                            std::vector<std::optional<TaskRecord>>& tasks) {
+// entry its key names. With `run_seqs`, each row has its task's run seq
+// after the key (kGetTasksByMessage), and it is noted there.
+absl::Status ReadTasksByKey(
+    Statement& query, Fields fields,
+    std::vector<std::optional<TaskRecord>>& tasks,
+    absl::flat_hash_map<RunId, int64_t>* run_seqs = nullptr) {
+  const int first = run_seqs == nullptr ? 1 : 2;
   while (true) {
     SLUICE_ASSIGN_OR_RETURN(bool row, query.Step());
     if (!row) return absl::OkStatus();
-    SLUICE_ASSIGN_OR_RETURN(TaskRecord task,
-                            ReadTask(query, fields, /*first=*/1));
+    SLUICE_ASSIGN_OR_RETURN(TaskRecord task, ReadTask(query, fields, first));
+    if (run_seqs != nullptr) run_seqs->emplace(task.key.run_id, query.Int(1));
     tasks[query.Int(0)] = std::move(task);
   }
 }
@@ -141,13 +145,8 @@ SqliteTables::GetTasksByMessage(std::string_view queue,
       Prepare(sql::kGetTasksByMessage.For(fields), "GetTasksByMessage"));
   get.BindText(1, queue);
   get.BindRows(2, ids);
-  while (true) {
-    SLUICE_ASSIGN_OR_RETURN(bool row, get.Step());
-    if (!row) return tasks;
-    SLUICE_ASSIGN_OR_RETURN(TaskRecord task, ReadTask(get, fields, 2));
-    run_seqs_.emplace(task.key.run_id, get.Int(1));
-    tasks[get.Int(0)] = std::move(task);
-  }
+  SLUICE_RETURN_IF_ERROR(ReadTasksByKey(get, fields, tasks, &run_seqs_));
+  return tasks;
 }
 
 namespace {

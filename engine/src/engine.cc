@@ -78,11 +78,8 @@ absl::StatusOr<std::shared_ptr<const CompiledFlow>> Engine::Impl::FlowFor(
     Transaction& tx, std::string_view slug) {
   // Only a development recompilation changes a stored flow, so only then
   // does the cache need checking against the stored generation.
-  bool check_generation = options_.development_recompile;
-  if (!check_generation) {
-    absl::MutexLock lock(&flows_mu_);
-    auto it = flows_.find(ToAbsl(slug));
-    if (it != flows_.end()) return it->second.flow;
+  if (std::shared_ptr<const CompiledFlow> cached = CachedFlowFor(slug)) {
+    return cached;
   }
   SLUICE_ASSIGN_OR_RETURN(std::optional<FlowRecord> record, tx.GetFlow(slug));
   if (!record) {
@@ -91,7 +88,7 @@ absl::StatusOr<std::shared_ptr<const CompiledFlow>> Engine::Impl::FlowFor(
                "\" is not deployed; deploy it (Engine::Deploy, or start a "
                "worker for it) first"));
   }
-  if (check_generation) {
+  if (options_.development_recompile) {
     absl::MutexLock lock(&flows_mu_);
     auto it = flows_.find(ToAbsl(slug));
     if (it != flows_.end() && it->second.generation == record->generation) {

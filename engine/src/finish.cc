@@ -84,6 +84,13 @@ const TaskRecord* ClaimedRecord(const TaskResult& result) {
   return claimed;
 }
 
+// Whether `result` is a FanOut with children, acked after its batch in a
+// transaction of its own (FinishFanOut).
+bool FansOut(const TaskResult& result) {
+  return result.outcome.ok() && result.outcome->is_fan_out() &&
+         !result.outcome->fan_out().children.empty();
+}
+
 // The tasks of the results without a claim's record (ClaimedRecord), read;
 // the others' entries stay empty.
 absl::StatusOr<std::vector<std::optional<TaskRecord>>> ReadUnclaimed(
@@ -234,11 +241,7 @@ std::optional<EarlyPlans> PlanBeforeTransaction(
   for (size_t i = 0; i < results.size(); ++i) {
     const TaskResult& result = results[i];
     const TaskRecord* claimed = ClaimedRecord(result);
-    if (claimed == nullptr ||
-        (result.outcome.ok() && result.outcome->is_fan_out() &&
-         !result.outcome->fan_out().children.empty())) {
-      return std::nullopt;
-    }
+    if (claimed == nullptr || FansOut(result)) return std::nullopt;
     if (!PlanResult(flows, impl.options(), result, i, *claimed, now,
                     early.updates, early.plans)
              .ok()) {
@@ -284,8 +287,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   LateArchives late_archives;
   for (size_t i = 0; i < results.size() && !early; ++i) {
     const TaskResult& result = results[i];
-    if (result.outcome.ok() && result.outcome->is_fan_out() &&
-        !result.outcome->fan_out().children.empty()) {
+    if (FansOut(result)) {
       fan_outs.push_back(i);
       continue;
     }
