@@ -2,7 +2,8 @@
 // tables): a database at version 6 with a run migrates, keeps its run, and
 // its hot tables leave room on each page for HOT updates; a queue that
 // existed at version 14, and one created after, leave room on each page for
-// their claimed messages.
+// their claimed messages. Upgrading to 0020 (the tasks rewritten with their
+// changing columns last) keeps every task's columns and its child links.
 #include <string>
 
 #include "absl/time/clock.h"
@@ -90,6 +91,78 @@ TEST_F(PostgresPerfUpgradeTest, Version14Queue_Migrates_LeavesRoomForClaims) {
   EXPECT_EQ(FillFactor(url, "pgmq.q_new_q"), "fillfactor=50");
   // The archive is written once per message and never updated.
   EXPECT_EQ(FillFactor(url, "pgmq.a_new_q"), "");
+}
+
+TEST_F(PostgresPerfUpgradeTest, Version19Tasks_Migrate_KeepColumnsAndLinks) {
+  absl::StatusOr<std::unique_ptr<TestDatabase>> db =
+      TestDatabase::Create(/*migrated=*/false);
+  ASSERT_TRUE(db.ok()) << db.status();
+  const std::string url = (*db)->url();
+  ASSERT_TRUE(postgres_internal::MigratePostgresTo(url, 19).ok());
+  const std::string run = "'" + RunNo(1).ToString() + "'";
+  SqlSession(url).Script(
+      "INSERT INTO sluice.runs (run_id, flow_slug, status, remaining_steps, "
+      "error, started_at, input) VALUES (" +
+      run +
+      ", 'jobs', 'started', 1, '', now(), '{}'); "
+      "INSERT INTO sluice.tasks (run_id, step_index, task_index, flow_slug, "
+      "status, attempts, error, queue_name, message_id, queued_at, "
+      "started_at, finished_at, stall_at, requeued_count, worker_id, input, "
+      "output, budget_start, cancel_requested, options) VALUES (" +
+      run +
+      ", 0, 3, 'jobs', 'waiting', 2, 'boom', 'jobs_q', 7, "
+      "'2026-01-01T00:00:01Z', '2026-01-01T00:00:02Z', "
+      "'2026-01-01T00:00:03Z', '2026-01-01T00:00:04Z', 5, 'w1', '{\"in\":1}', "
+      "'{\"out\":2}', 1, true, '{\"timeout_ms\":9}'); "
+      "INSERT INTO sluice.child_links (parent_run_id, parent_step, "
+      "parent_task, child_index, child_store, child_run_id, status, error, "
+      "cascaded, pending_since, spec) VALUES (" +
+      run + ", 0, 3, 0, '', '" + RunNo(2).ToString() +
+      "', 'pending', '', false, now(), '{}')");
+
+  ASSERT_TRUE(MigratePostgres(url).ok());
+  absl::StatusOr<SchemaReport> report = CheckPostgresSchema(url);
+  ASSERT_TRUE(report.ok()) << report.status();
+  EXPECT_TRUE(report->ok()) << report->ToString();
+  EXPECT_EQ(FillFactor(url, "sluice.tasks"), "fillfactor=40");
+  SqlSession session(url);
+  EXPECT_EQ(session
+                .Value("SELECT string_agg(attname, ',' ORDER BY attnum) FROM "
+                       "pg_attribute WHERE attrelid = 'sluice.tasks'::regclass "
+                       "AND attnum > 10 AND NOT attisdropped")
+                .value_or(""),
+            "input,cancel_requested,worker_id,attempts,started_at,status,"
+            "stall_at,finished_at,error,output");
+  EXPECT_EQ(session
+                .Value("SELECT concat_ws('|', flow_slug, queue_name, "
+                       "message_id, requeued_count, budget_start, options, "
+                       "input, cancel_requested, worker_id, attempts, "
+                       "extract(epoch FROM started_at), status, "
+                       "extract(epoch FROM stall_at), "
+                       "extract(epoch FROM finished_at), error, output) "
+                       "FROM sluice.tasks")
+                .value_or(""),
+            "jobs|jobs_q|7|5|1|{\"timeout_ms\":9}|{\"in\":1}|t|w1|2|"
+            "1767225602.000000|waiting|1767225604.000000|1767225603.000000|"
+            "boom|{\"out\":2}");
+  EXPECT_EQ(session
+                .Value("SELECT has_table_privilege('sluice_runtime', "
+                       "'sluice.tasks', 'SELECT, INSERT, UPDATE, DELETE')")
+                .value_or(""),
+            "t");
+  // The child link still names its parent task, through a foreign key
+  // rebuilt on the new table.
+  EXPECT_EQ(session
+                .Value("SELECT count(*) FROM sluice.child_links AS l JOIN "
+                       "sluice.tasks AS t ON t.run_id = l.parent_run_id "
+                       "AND t.task_index = l.parent_task")
+                .value_or(""),
+            "1");
+  EXPECT_EQ(session
+                .Value("SELECT count(*) FROM pg_constraint WHERE confrelid = "
+                       "'sluice.tasks'::regclass AND contype = 'f'")
+                .value_or(""),
+            "1");
 }
 
 }  // namespace
