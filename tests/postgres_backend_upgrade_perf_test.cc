@@ -3,13 +3,16 @@
 // its hot tables leave room on each page for HOT updates; a queue that
 // existed at version 14, and one created after, leave room on each page for
 // their claimed messages. Upgrading to 0020 (the tasks rewritten with their
-// changing columns last) keeps every task's columns and its child links.
+// changing columns last) keeps every task's columns and its child links, and
+// a backend's connections keep working across it.
 #include <string>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
+#include "pg_embedded_sql.h"
 #include "pg_session.h"
 #include "postgres_jobs_fixture.h"
+#include "sluice/internal/status_macros.h"
 #include "support/postgres_sql.h"
 
 namespace sluice::testing {
@@ -163,6 +166,59 @@ TEST_F(PostgresPerfUpgradeTest, Version19Tasks_Migrate_KeepColumnsAndLinks) {
                        "'sluice.tasks'::regclass AND contype = 'f'")
                 .value_or(""),
             "1");
+}
+
+// Starts the task with message `message_id` (queued, never attempted).
+absl::Status StartTask(Transaction& tx, int64_t message_id) {
+  SLUICE_ASSIGN_OR_RETURN(
+      std::vector<std::optional<TaskRecord>> read,
+      tx.GetTasksByMessage("jobs_q", {&message_id, 1}, Fields::kAll));
+  if (read.size() != 1 || !read[0].has_value()) {
+    return absl::NotFoundError("no task");
+  }
+  TaskUpdate start{.task = *read[0],
+                   .expected_status = TaskStatus::kQueued,
+                   .expected_attempts = 0};
+  start.task.status = TaskStatus::kStarted;
+  start.task.attempts = 1;
+  start.task.started_at = At(1);
+  start.task.worker_id = "w1";
+  SLUICE_ASSIGN_OR_RETURN(std::vector<bool> applied,
+                          tx.UpdateTasks({&start, 1}));
+  return applied[0] ? absl::OkStatus() : absl::AbortedError("not applied");
+}
+
+// The rewrite replaces sluice.tasks under connections that have already
+// run statements on the old table: they plan them again on the new one,
+// whose columns they name.
+TEST_F(PostgresJobsTest, TasksRewrite_KeepsOpenConnectionsWorking) {
+  ASSERT_TRUE(Insert({MakeRun(1)}).ok());
+  std::vector<TaskRecord> tasks = {MakeTask(1, 0), MakeTask(1, 1)};
+  ASSERT_TRUE(InTransaction([&](Transaction& tx) {
+                return tx.InsertTasks(std::span(tasks));
+              }).ok());
+  ASSERT_TRUE(InTransaction([&](Transaction& tx) {
+                return StartTask(tx, tasks[0].message_id);
+              }).ok());
+
+  const postgres_internal::EmbeddedMigration& rewrite =
+      postgres_internal::kEmbeddedMigrations[19];
+  ASSERT_EQ(rewrite.version, 20);
+  Execute(rewrite.sql);
+
+  EXPECT_TRUE(InTransaction([&](Transaction& tx) {
+                return StartTask(tx, tasks[1].message_id);
+              }).ok());
+  std::unique_ptr<Transaction> tx = Begin();
+  ASSERT_NE(tx, nullptr);
+  std::vector<TaskRecord> listed = ValueOf(tx->ListTasks(RunNo(1)));
+  ASSERT_EQ(listed.size(), 2u);
+  for (const TaskRecord& task : listed) {
+    EXPECT_EQ(task.status, TaskStatus::kStarted);
+    EXPECT_EQ(task.worker_id, "w1");
+    EXPECT_EQ(task.input, J("1"));
+  }
+  EXPECT_TRUE(tx->Commit().ok());
 }
 
 }  // namespace
