@@ -18,6 +18,10 @@
 -- waits) for the length of the copy. On a large store, run it in a quiet
 -- moment or after pruning. Statements name their columns, so workers of
 -- the previous release keep working on the new table.
+--
+-- The tasks are locked before their child links, the order in which a
+-- finish that fans out writes them.
+LOCK TABLE sluice.tasks, sluice.child_links IN ACCESS EXCLUSIVE MODE;
 ALTER TABLE sluice.child_links
   DROP CONSTRAINT child_links_parent_run_id_parent_step_parent_task_fkey;
 ALTER TABLE sluice.tasks RENAME TO tasks_before_0020;
