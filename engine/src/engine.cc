@@ -12,6 +12,7 @@
 #include "engine_impl.h"
 #include "ledger.h"
 #include "queue_registry.h"
+#include "run_id_draw.h"
 #include "run_options.h"
 #include "run_progress.h"
 #include "sluice/internal/implicit_steps.h"
@@ -339,10 +340,11 @@ struct NewRuns {
 
 absl::StatusOr<std::unique_ptr<NewRuns>> PlanNewRuns(
     Engine::Impl& impl, const CompiledFlow& flow, std::span<const Json> inputs,
-    RunProgress::NewRunSettings settings) {
+    RunProgress::NewRunSettings settings, RunIdDraw& ids) {
   for (size_t i = 0; i < inputs.size(); ++i) {
     SLUICE_RETURN_IF_ERROR(ValidateRunInput(flow, inputs[i], i, inputs.size()));
   }
+  ids.Restart();
   auto plan = std::make_unique<NewRuns>();
   plan->flow = &flow;
   plan->now = impl.Now();
@@ -355,8 +357,7 @@ absl::StatusOr<std::unique_ptr<NewRuns>> PlanNewRuns(
       &plan->effects.runs};
   plan->ids.reserve(inputs.size());
   for (const Json& input : inputs) {
-    RunId id = impl.options().run_id_source ? impl.options().run_id_source()
-                                            : RunId::Random();
+    RunId id = ids.Next();
     // `inputs` outlive the Flush, so the run keeps no copy.
     settings.lasting_input = &input;
     RunProgress run = RunProgress::ForNewRun(context, id, Json(), settings);
@@ -375,14 +376,14 @@ absl::StatusOr<std::unique_ptr<NewRuns>> PlanNewRuns(
 absl::StatusOr<std::vector<RunId>> StartRunsOnce(
     Engine::Impl& impl, std::string_view flow_slug,
     std::optional<std::string_view> known_alias, std::span<const Json> inputs,
-    const RunProgress::NewRunSettings& settings) {
+    const RunProgress::NewRunSettings& settings, RunIdDraw& ids) {
   std::unique_ptr<NewRuns> plan;
   std::shared_ptr<const CompiledFlow> cached =
       known_alias ? impl.CachedFlowFor(*known_alias) : nullptr;
   if (cached != nullptr) {
     // On any error, planned again in the transaction, which reports it.
     absl::StatusOr<std::unique_ptr<NewRuns>> early =
-        PlanNewRuns(impl, *cached, inputs, settings);
+        PlanNewRuns(impl, *cached, inputs, settings, ids);
     if (early.ok()) plan = *std::move(early);
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
@@ -393,7 +394,8 @@ absl::StatusOr<std::vector<RunId>> StartRunsOnce(
   SLUICE_ASSIGN_OR_RETURN(std::shared_ptr<const CompiledFlow> flow,
                           impl.FlowFor(*tx, slug));
   if (plan == nullptr || plan->flow != flow.get()) {
-    SLUICE_ASSIGN_OR_RETURN(plan, PlanNewRuns(impl, *flow, inputs, settings));
+    SLUICE_ASSIGN_OR_RETURN(plan,
+                            PlanNewRuns(impl, *flow, inputs, settings, ids));
   }
   SLUICE_RETURN_IF_ERROR(plan->writes.Flush(*tx, plan->now, plan->effects));
   SLUICE_RETURN_IF_ERROR(impl.Commit(*tx, std::move(plan->effects)));
@@ -417,9 +419,10 @@ absl::StatusOr<std::vector<RunId>> Engine::StartRuns(
     settings.options =
         RunOptionsToJson(RunOptions{.task = {.traceparent = traceparent}});
   }
+  RunIdDraw ids(impl_->options().run_id_source);
   return impl_->WithKnownAlias(
       flow_slug, [&](std::optional<std::string_view> known) {
-        return StartRunsOnce(*impl_, flow_slug, known, inputs, settings);
+        return StartRunsOnce(*impl_, flow_slug, known, inputs, settings, ids);
       });
 }
 

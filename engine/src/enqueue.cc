@@ -27,6 +27,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "engine_impl.h"
 #include "enqueue_options.h"
+#include "run_id_draw.h"
 #include "run_progress.h"
 #include "sluice/engine.h"
 #include "sluice/internal/status_macros.h"
@@ -61,14 +62,16 @@ class Enqueuer {
  public:
   // `traceparent`: the tracer's current one, for items without their own.
   // `tx` is null while items without an id or dedupe key are planned before
-  // their transaction (PlanUnkeyed); Bind gives it before Flush.
+  // their transaction (PlanUnkeyed); Bind gives it before Flush. New runs
+  // take their ids from `ids`.
   Enqueuer(Engine::Impl& impl, Transaction* tx, const CompiledFlow& flow,
-           absl::Time now, std::string traceparent)
+           absl::Time now, std::string traceparent, RunIdDraw& ids)
       : impl_(impl),
         tx_(tx),
         flow_(flow),
         now_(now),
-        traceparent_(std::move(traceparent)) {}
+        traceparent_(std::move(traceparent)),
+        ids_(ids) {}
 
   absl::StatusOr<EnqueueResult> Add(const Json& input,
                                     const EnqueueOptions& options);
@@ -103,16 +106,12 @@ class Enqueuer {
   absl::StatusOr<bool> IsDelayed(const RunRecord& run);
   absl::Status Replace(const RunRecord& keyed, const Json& input,
                        const EnqueueOptions& options);
-  RunId NextId() {
-    return impl_.options().run_id_source ? impl_.options().run_id_source()
-                                         : RunId::Random();
-  }
-
   Engine::Impl& impl_;
   Transaction* tx_;
   const CompiledFlow& flow_;
   absl::Time now_;
   const std::string traceparent_;
+  RunIdDraw& ids_;
   TransactionEffects effects_;
   std::unique_ptr<WriteBatch> gathered_ = std::make_unique<WriteBatch>();
   bool gathered_any_ = false;
@@ -246,7 +245,7 @@ absl::StatusOr<EnqueueResult> Enqueuer::Add(const Json& input,
                             ByDedupe(input, options));
     if (duplicate) return *duplicate;
   }
-  RunId id = NextId();
+  RunId id = ids_.Next();
   SLUICE_RETURN_IF_ERROR(CreateRun(
       *gathered_, id, input, SettingsFor(flow_, options, now_, traceparent_)));
   gathered_any_ = true;
@@ -302,6 +301,7 @@ struct EnqueueCall {
   HostScope* host;
   const std::function<absl::Status(Transaction&)>& in_transaction;
   std::string traceparent;
+  RunIdDraw* ids;  // shared by the call's plans
 
   std::string_view kind() const { return as_job ? "job" : "flow"; }
   // How errors name item `i`.
@@ -328,10 +328,12 @@ absl::StatusOr<Gathered> Gather(Engine::Impl& impl, const EnqueueCall& call,
     SLUICE_RETURN_IF_ERROR(ValidateInput(flow, call.owner(i), items[i].payload,
                                          impl.options().max_payload_bytes));
   }
-  Gathered gathered{.flow = &flow,
-                    .enqueuer = std::make_unique<Enqueuer>(
-                        impl, tx, flow, impl.Now(), call.traceparent),
-                    .results = std::vector<EnqueueResult>(items.size())};
+  call.ids->Restart();
+  Gathered gathered{
+      .flow = &flow,
+      .enqueuer = std::make_unique<Enqueuer>(impl, tx, flow, impl.Now(),
+                                             call.traceparent, *call.ids),
+      .results = std::vector<EnqueueResult>(items.size())};
   for (size_t i : CreationOrder(flow, items)) {
     SLUICE_ASSIGN_OR_RETURN(
         gathered.results[i],
@@ -432,7 +434,8 @@ absl::StatusOr<std::vector<EnqueueResult>> Engine::Impl::EnqueueItems(
     std::string_view name, Target target, bool as_job,
     std::span<const Engine::EnqueueItem> items, HostScope* host,
     const std::function<absl::Status(Transaction&)>& in_transaction) {
-  EnqueueCall call{name, target, as_job, items, host, in_transaction, ""};
+  RunIdDraw ids(options().run_id_source);
+  EnqueueCall call{name, target, as_job, items, host, in_transaction, "", &ids};
   SLUICE_RETURN_IF_ERROR(ValidateSlug(name, call.kind()));
   for (size_t i = 0; i < items.size(); ++i) {
     SLUICE_RETURN_IF_ERROR(ValidateEnqueueOptions(

@@ -64,7 +64,10 @@ struct EngineOptions {
   absl::Duration worker_retention = absl::Hours(1);
   // Makes the id of each new run; unset means RunId::Random() (time-ordered,
   // from the wall clock and a random source). A deterministic simulation sets
-  // a seeded source so that the same seed repeats exactly.
+  // a seeded source so that the same seed repeats exactly. Called once for
+  // each run a call plans, even when the call plans again (its alias moved),
+  // from any thread that starts runs, possibly at once: it must be
+  // thread-safe.
   std::function<RunId()> run_id_source;
   // Fan-out children nest at most this deep (a top-level run's children
   // are at depth 1); a FanOut past it fails its task without retry.
