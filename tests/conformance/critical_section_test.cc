@@ -126,10 +126,7 @@ TEST_P(CriticalSection, FinishWithTheClaimsRecords_ReadsTheTimeOutsideIt) {
   ASSERT_EQ(claimed.size(), 1u);
   UseNotingEngine();
   clock().Advance(absl::Seconds(3));
-  std::vector<TaskResult> results{TaskResult{.key = claimed[0].key,
-                                             .attempt = claimed[0].attempt,
-                                             .outcome = StepResult(J("7")),
-                                             .claimed = claimed[0].record}};
+  std::vector<TaskResult> results{WithRecord(claimed[0], StepResult(J("7")))};
   absl::StatusOr<FinishOutcome> outcome =
       engine().FinishTasks(results, {.apply_completions = true});
   ASSERT_TRUE(outcome.ok()) << outcome.status();

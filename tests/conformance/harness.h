@@ -65,6 +65,12 @@ class Conformance : public ::testing::TestWithParam<std::string> {
   FinishOutcome Finish(std::vector<TaskResult> results);
   FinishOutcome Complete(const ClaimedTask& task, Json output);
   FinishOutcome Fail(const ClaimedTask& task, absl::Status error);
+  // `task`'s result, with the record its claim stored (TaskResult::claimed).
+  static TaskResult WithRecord(const ClaimedTask& task,
+                               absl::StatusOr<StepResult> outcome) {
+    return TaskResult{task.key, task.attempt, std::move(outcome),
+                      /*completion_write=*/nullptr, task.record};
+  }
   // Claims and runs `flow`'s handlers until nothing is claimable now.
   // Returns the number of handler calls.
   int Drive(const Flow& flow, int batch = 100);

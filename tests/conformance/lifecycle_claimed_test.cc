@@ -31,15 +31,7 @@ class NoTaskReads : public ForwardingBackend {
   const std::string method_ = "GetTasks";
 };
 
-class LifecycleClaimed : public Lifecycle {
- protected:
-  // `task`'s result, with the record its claim stored.
-  static TaskResult WithRecord(const ClaimedTask& task,
-                               absl::StatusOr<StepResult> outcome) {
-    return TaskResult{task.key, task.attempt, std::move(outcome),
-                      /*completion_write=*/nullptr, task.record};
-  }
-};
+class LifecycleClaimed : public Lifecycle {};
 
 TEST_P(LifecycleClaimed, TheClaimsRecord_IsTheStartedTask) {
   Flow flow = OneStep("claimed_record");

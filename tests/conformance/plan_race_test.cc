@@ -84,10 +84,7 @@ TEST_P(PlanRace, FailureAfterCancelRequest_EndsCancelled) {
   hooked().Arm(
       [&] { ASSERT_TRUE(other().CancelRun(run, CancelMode::kRequest).ok()); });
   std::vector<TaskResult> results{
-      TaskResult{.key = claimed[0].key,
-                 .attempt = claimed[0].attempt,
-                 .outcome = absl::InternalError("boom"),
-                 .claimed = claimed[0].record}};
+      WithRecord(claimed[0], absl::InternalError("boom"))};
   absl::StatusOr<FinishOutcome> outcome =
       engine().FinishTasks(results, {.apply_completions = true});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
@@ -121,10 +118,7 @@ TEST_P(PlanRace, CompletionAfterStallRecoveryAndReclaim_IsStale) {
     ASSERT_TRUE(again.ok()) << again.status();
     ASSERT_EQ(again->size(), 1u);
   });
-  std::vector<TaskResult> results{TaskResult{.key = claimed[0].key,
-                                             .attempt = claimed[0].attempt,
-                                             .outcome = StepResult(J("1")),
-                                             .claimed = claimed[0].record}};
+  std::vector<TaskResult> results{WithRecord(claimed[0], StepResult(J("1")))};
   absl::StatusOr<FinishOutcome> outcome =
       engine().FinishTasks(results, {.apply_completions = true});
   ASSERT_TRUE(outcome.ok()) << outcome.status();
