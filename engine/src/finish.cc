@@ -274,34 +274,35 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
+  FlowLookup flows(impl, *tx);
+  LateArchives late_archives;
   if (early) {
     updates = std::move(early->updates);
     plans = std::move(early->plans);
   } else {
     updates.reserve(results.size());
     plans.reserve(results.size());
-  }
-  SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
-                          ReadUnclaimed(*tx, results, keys));
-  FlowLookup flows(impl, *tx);
-  LateArchives late_archives;
-  for (size_t i = 0; i < results.size() && !early; ++i) {
-    const TaskResult& result = results[i];
-    if (FansOut(result)) {
-      fan_outs.push_back(i);
-      continue;
+    SLUICE_ASSIGN_OR_RETURN(std::vector<std::optional<TaskRecord>> tasks,
+                            ReadUnclaimed(*tx, results, keys));
+    for (size_t i = 0; i < results.size(); ++i) {
+      const TaskResult& result = results[i];
+      if (FansOut(result)) {
+        fan_outs.push_back(i);
+        continue;
+      }
+      if (const TaskRecord* claimed = ClaimedRecord(result)) {
+        SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, i, *claimed,
+                                          now, updates, plans));
+        continue;
+      }
+      if (!AttemptStillHolds(tasks[i], result.attempt, outcome.dispositions[i],
+                             late_archives)) {
+        continue;
+      }
+      SLUICE_RETURN_IF_ERROR(PlanResult(flows, options, result, i,
+                                        *std::move(tasks[i]), now, updates,
+                                        plans));
     }
-    if (const TaskRecord* claimed = ClaimedRecord(result)) {
-      SLUICE_RETURN_IF_ERROR(
-          PlanResult(flows, options, result, i, *claimed, now, updates, plans));
-      continue;
-    }
-    if (!AttemptStillHolds(tasks[i], result.attempt, outcome.dispositions[i],
-                           late_archives)) {
-      continue;
-    }
-    SLUICE_RETURN_IF_ERROR(PlanResult(
-        flows, options, result, i, *std::move(tasks[i]), now, updates, plans));
   }
 
   std::vector<OutboxReport> reports;
