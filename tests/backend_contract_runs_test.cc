@@ -286,6 +286,33 @@ TEST_P(BackendContractTest,
   EXPECT_THAT(ValueOf(tx->FindFinishedRuns(At(50), -1)), IsEmpty());
 }
 
+// Several flows' ended runs come out in one order, by finish time and then
+// insertion, even where a run of one flow ties another inserted before it.
+TEST_P(BackendContractTest, FindFinishedRuns_AcrossFlows_OneOrderWithTies) {
+  auto ended = [](uint64_t n, std::string flow, int finished) {
+    RunRecord run = Ended(n, RunStatus::kCompleted, At(finished));
+    run.flow_slug = std::move(flow);
+    return run;
+  };
+  RunRecord not_ended = MakeRun(20, "c");
+  not_ended.finished_at = At(5);
+  Committed([&](Transaction& tx) {
+    ASSERT_OK(tx.InsertRuns(
+        Movable({ended(12, "a", 20), ended(14, "b", 30), ended(11, "a", 10),
+                 ended(10, "a", 20), ended(13, "b", 25), not_ended})));
+  });
+  std::unique_ptr<Transaction> tx = Begin();
+  EXPECT_THAT(RunIdsOf(ValueOf(tx->FindFinishedRuns(At(50), 2))),
+              ElementsAre(RunNo(11), RunNo(12)));
+  EXPECT_THAT(RunIdsOf(ValueOf(tx->FindFinishedRuns(At(50), 3))),
+              ElementsAre(RunNo(11), RunNo(12), RunNo(10)));
+  EXPECT_THAT(
+      RunIdsOf(ValueOf(tx->FindFinishedRuns(At(50), 10))),
+      ElementsAre(RunNo(11), RunNo(12), RunNo(10), RunNo(13), RunNo(14)));
+  EXPECT_THAT(RunIdsOf(ValueOf(tx->FindFinishedRuns(At(30), 10))),
+              ElementsAre(RunNo(11), RunNo(12), RunNo(10), RunNo(13)));
+}
+
 TEST_P(BackendContractTest, FindFinishedRuns_FollowsUpdateRunsAndRollback) {
   Committed([](Transaction& tx) {
     ASSERT_OK(tx.InsertRuns(

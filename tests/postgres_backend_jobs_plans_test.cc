@@ -60,6 +60,24 @@ int FlowStatusWalks(const std::string& plan) {
   return Occurrences(plan, "Index Cond: ((flow_slug = ");
 }
 
+// The walks of runs_by_flow_finish down one flow's ended runs, or -1 if the
+// plan reads runs by any other index than that, the primary key and the
+// skip scan's.
+int FlowFinishWalks(const std::string& plan) {
+  const int ours =
+      Occurrences(plan, " using runs_by_flow_finish ") +
+      Occurrences(plan, "Bitmap Index Scan on runs_by_flow_finish ") +
+      Occurrences(plan, " using runs_by_flow_status_start ") +
+      Occurrences(plan, " using runs_pkey ") +
+      Occurrences(plan, "Bitmap Index Scan on runs_pkey ");
+  if (ours != Occurrences(plan, " using ") +
+                  Occurrences(plan, "Bitmap Index Scan on ")) {
+    return -1;
+  }
+  return Occurrences(plan, "Index Cond: (flow_slug = f.flow_slug)") +
+         Occurrences(plan, "Index Cond: ((flow_slug = f.flow_slug) AND");
+}
+
 // A session of `url` that has run `setup`.
 absl::StatusOr<Session> SessionAfter(const std::string& url,
                                      std::string_view setup) {
@@ -214,6 +232,16 @@ TEST_F(PostgresJobsTest,
     plan = PlanText(*session, postgres_internal::sql::kFindRunsByKeyAll.view(),
                     {"f1", "{k1,k6}"});
     EXPECT_THAT(plan, HasSubstr("runs_by_external_key")) << plan;
+    // Retention: one walk of each flow's ended runs (decision 0091), in
+    // the index's order and stopped at the limit once the statistics show
+    // how many there are.
+    plan = PlanText(*session, postgres_internal::sql::kFindFinishedRuns.view(),
+                    {now, "100"});
+    EXPECT_EQ(FlowFinishWalks(plan), 1) << plan;
+    EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
+    if (analyzed) {
+      EXPECT_THAT(plan, HasSubstr("Scan using runs_by_flow_finish")) << plan;
+    }
     // Listing, unfiltered and by one flow, in every order: the plan walks
     // an index in that order and stops at the limit.
     for (auto order :
@@ -226,15 +254,20 @@ TEST_F(PostgresJobsTest,
               *session, postgres_internal::sql::ListRuns(query, Fields::kAll),
               StrCat(flows.empty() ? "" : flows + ", ", "50"));
           EXPECT_THAT(plan, Not(HasSubstr("Seq Scan"))) << plan;
-          // Unfiltered by start, it walks each flow's runs of each status,
-          // each walk stopped at the limit, and sorts those first rows.
+          // Unfiltered, it walks each flow's runs (by start, of each
+          // status), each walk stopped at the limit, and sorts those first
+          // rows.
           // Believing a flow has a few dozen runs (stale statistics), the
           // planner may sort a flow's runs instead; a listing is not a hot
           // path.
           if (flows.empty() && order == RunQuery::OrderBy::kStartedAt) {
             EXPECT_EQ(FlowStatusWalks(plan), 4) << plan;
             EXPECT_THAT(plan, Not(HasSubstr("Aggregate"))) << plan;
-          } else if (analyzed || flows.empty()) {
+          } else if (flows.empty()) {
+            // By finish, one walk of each flow's ended runs (decision 0091).
+            EXPECT_EQ(FlowFinishWalks(plan), 1) << plan;
+            EXPECT_THAT(plan, Not(HasSubstr("Aggregate"))) << plan;
+          } else if (analyzed) {
             EXPECT_FALSE(SortsRows(plan)) << plan;
           }
         }

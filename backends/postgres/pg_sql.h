@@ -303,11 +303,28 @@ inline constexpr auto kFindRunsByKeyState =
     Join("SELECT u.ord, ", kRunState, kRunsByKey);
 inline constexpr ByFields kFindRunsByKey{kFindRunsByKeyAll,
                                          kFindRunsByKeyState};
+// Every flow that has runs, in order (the last row is NULL): a skip scan,
+// one probe of an index that leads with flow_slug per flow.
+inline constexpr char kFlowsWithRuns[] =
+    "WITH RECURSIVE flows(flow_slug) AS (SELECT min(flow_slug) FROM "
+    "sluice.runs UNION ALL SELECT (SELECT min(r.flow_slug) FROM sluice.runs "
+    "AS r WHERE r.flow_slug > flows.flow_slug) FROM flows WHERE "
+    "flows.flow_slug IS NOT NULL) ";
+// Retention walks runs_by_flow_finish once per flow (migration 0021): the
+// $2 earliest finishes of each, with any that tie the last. The earliest $2
+// of those, again with ties, are read whole and sorted by finish and
+// insertion, so exactly the $2 earliest are chosen, and locked, skipping
+// runs other transactions hold. The walks check each run's status: a run
+// with a finish time that has not ended is passed over, not counted.
 inline constexpr auto kFindFinishedRuns =
-    Join("SELECT ", kRunState,
-         " FROM sluice.runs AS r WHERE r.finished_at IS NOT NULL "
-         "AND r.finished_at < $1::timestamptz "
+    Join(kFlowsWithRuns, "SELECT ", kRunState,
+         " FROM sluice.runs AS r WHERE r.run_id = ANY(ARRAY(SELECT w.run_id "
+         "FROM flows AS f CROSS JOIN LATERAL (SELECT r.run_id, r.finished_at "
+         "FROM sluice.runs AS r WHERE r.flow_slug = f.flow_slug "
+         "AND r.finished_at IS NOT NULL AND r.finished_at < $1::timestamptz "
          "AND r.status IN ('completed', 'failed', 'cancelled') "
+         "ORDER BY r.finished_at FETCH FIRST ($2) ROWS WITH TIES) AS w "
+         "ORDER BY w.finished_at FETCH FIRST ($2) ROWS WITH TIES)) "
          "ORDER BY r.finished_at, r.insert_seq LIMIT $2 "
          "FOR UPDATE OF r SKIP LOCKED");
 

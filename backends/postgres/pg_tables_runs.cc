@@ -82,14 +82,15 @@ int ShapeOf(const RunQuery& query, Fields fields) {
 // flow that has runs, found by a skip scan of the index (one probe per
 // flow). Each branch carries its own order and limit: a generic plan
 // guesses a tenth of the table for a limit it cannot see, and then sorts
-// every run rather than stop each walk at the limit.
+// every run rather than stop each walk at the limit. Finish order walks
+// runs_by_flow_finish the same way, once per flow (migration 0021, decision
+// 0091); that index has no status, so statuses are a condition of each walk.
 bool BranchesPerStatus(const RunQuery& query) {
   return query.order_by == RunQuery::OrderBy::kStartedAt &&
          query.statuses.size() != 1;
 }
 bool BranchesPerFlow(const RunQuery& query) {
-  return query.order_by == RunQuery::OrderBy::kStartedAt &&
-         query.flow_slugs.size() != 1;
+  return query.flow_slugs.size() != 1;
 }
 
 constexpr std::array<RunStatus, 4> kEveryRunStatus{
@@ -122,14 +123,6 @@ std::string Branches(bool per_status, std::string_view columns,
   return absl::StrJoin(branches, " UNION ALL ");
 }
 
-// Every flow that has runs, in order (the last row is NULL): a skip scan,
-// one probe of runs_by_flow_status_start per flow.
-constexpr std::string_view kFlowsWithRuns =
-    "WITH RECURSIVE flows(flow_slug) AS (SELECT min(flow_slug) FROM "
-    "sluice.runs UNION ALL SELECT (SELECT min(r.flow_slug) FROM sluice.runs "
-    "AS r WHERE r.flow_slug > flows.flow_slug) FROM flows WHERE "
-    "flows.flow_slug IS NOT NULL) ";
-
 // The flows a listing's walks are joined to: each of `flows_param` (an
 // array), or every flow with runs (kFlowsWithRuns) when it is empty.
 std::string Flows(const std::string& flows_param) {
@@ -158,7 +151,7 @@ Filters FiltersOf(const RunQuery& query, bool per_flow, bool per_status,
   }
   // One flow and one status are equalities, so an index that leads with
   // them yields rows in order; ANY over several cannot (before Postgres
-  // 17): a listing by finish sorts the matching runs, one by start branches.
+  // 17), so a listing branches instead: per flow, and by start per status.
   if (query.flow_slugs.size() == 1) {
     f.conditions.push_back(StrCat("r.flow_slug = ", param(), "::text"));
   } else if (per_flow) {

@@ -1,0 +1,16 @@
+-- Sluice schema: no index of every ended run by finish time.
+--
+-- runs_by_finish_id (finished_at, run_id) and runs_by_flow_finish
+-- (flow_slug, finished_at, run_id) each took an entry when a run ended.
+-- runs_by_flow_finish holds the same runs in the same order within each
+-- flow, so it serves both: retention (FindFinishedRuns) and a listing by
+-- finish across flows walk it once per flow, each walk stopped at the
+-- limit, and keep the first rows of those walks, as a listing by start does
+-- over runs_by_flow_status_start (decision 0081). The flows are found by a
+-- skip scan. A run's finish writes one index entry fewer: about 95 bytes
+-- less WAL a W1 job. See docs/decisions/0091-runs-by-finish-per-flow.md.
+--
+-- Hot statements and the index that serves each:
+--   ended runs before a time (retention)   runs_by_flow_finish, per flow
+--   runs by finish, any flows               runs_by_flow_finish, per flow
+DROP INDEX sluice.runs_by_finish_id;
