@@ -229,10 +229,10 @@ TEST_P(QueryContractTest, ListRuns_PagedAfterTheLastRun_HasNoGapsOrRepeats) {
   }
 }
 
-// Start order across flows and statuses, each filter shape: the runs of
-// several flows and statuses merge into one order, ties broken by run id,
-// and paging resumes exactly after the last run of each page.
-TEST_P(QueryContractTest, ListRuns_ByStartAcrossFlowsAndStatuses_PagesInOrder) {
+// Start and finish order across flows and statuses, each filter shape: the
+// runs of several flows and statuses merge into one order, ties broken by
+// run id, and paging resumes exactly after the last run of each page.
+TEST_P(QueryContractTest, ListRuns_AcrossFlowsAndStatuses_PagesInOrder) {
   constexpr int kRuns = 48;
   constexpr std::array<RunStatus, 4> kStatuses = {
       RunStatus::kStarted, RunStatus::kCompleted, RunStatus::kFailed,
@@ -243,7 +243,7 @@ TEST_P(QueryContractTest, ListRuns_ByStartAcrossFlowsAndStatuses_PagesInOrder) {
     const RunStatus status = kStatuses[i % 4];
     RunRecord run = status == RunStatus::kStarted
                         ? StartedAt(n, At(i % 5))
-                        : EndedAt(n, At(i % 5), At(100), status);
+                        : EndedAt(n, At(i % 5), At(100 + i % 3), status);
     run.flow_slug = std::string(1, static_cast<char>('a' + i % 3));
     runs.push_back(std::move(run));
   }
@@ -260,24 +260,32 @@ TEST_P(QueryContractTest, ListRuns_ByStartAcrossFlowsAndStatuses_PagesInOrder) {
       {{"c", "b"}, {RunStatus::kCompleted}},
       {{"b"}, {RunStatus::kCompleted, RunStatus::kFailed}},
       {{"b"}, {}}};
-  for (const Filter& filter : filters) {
-    for (bool newest_first : {true, false}) {
-      std::vector<std::tuple<absl::Time, RunId>> expected;
-      for (const RunRecord& run : runs) {
-        if ((filter.flows.empty() ||
-             absl::c_linear_search(filter.flows, run.flow_slug)) &&
-            (filter.statuses.empty() ||
-             absl::c_linear_search(filter.statuses, run.status))) {
-          expected.emplace_back(run.started_at, run.run_id);
+  for (RunQuery::OrderBy order_by :
+       {RunQuery::OrderBy::kStartedAt, RunQuery::OrderBy::kFinishedAt}) {
+    const bool by_finish = order_by == RunQuery::OrderBy::kFinishedAt;
+    for (const Filter& filter : filters) {
+      for (bool newest_first : {true, false}) {
+        std::vector<std::tuple<absl::Time, RunId>> expected;
+        for (const RunRecord& run : runs) {
+          if ((filter.flows.empty() ||
+               absl::c_linear_search(filter.flows, run.flow_slug)) &&
+              (filter.statuses.empty() ||
+               absl::c_linear_search(filter.statuses, run.status)) &&
+              (!by_finish || run.finished_at.has_value())) {
+            expected.emplace_back(by_finish ? *run.finished_at : run.started_at,
+                                  run.run_id);
+          }
         }
+        RunQuery query = newest_first ? Newest(5) : Oldest(5);
+        query.order_by = order_by;
+        query.flow_slugs = filter.flows;
+        query.statuses = filter.statuses;
+        EXPECT_THAT(AllPages(query, kRuns),
+                    ElementsAreArray(IdsInOrder(expected, newest_first)))
+            << filter.flows.size() << " flows, " << filter.statuses.size()
+            << " statuses, by finish: " << by_finish
+            << ", newest first: " << newest_first;
       }
-      RunQuery query = newest_first ? Newest(5) : Oldest(5);
-      query.flow_slugs = filter.flows;
-      query.statuses = filter.statuses;
-      EXPECT_THAT(AllPages(query, kRuns),
-                  ElementsAreArray(IdsInOrder(expected, newest_first)))
-          << filter.flows.size() << " flows, " << filter.statuses.size()
-          << " statuses, newest first: " << newest_first;
     }
   }
 }

@@ -7,7 +7,7 @@
 -- finish across flows walk it once per flow, each walk stopped at the
 -- limit, and keep the first rows of those walks, as a listing by start does
 -- over runs_by_flow_status_start (decision 0081). The flows are found by a
--- skip scan. A run's finish writes one index entry fewer: about 95 bytes
+-- skip scan. A run's finish writes one index entry fewer: about 85 bytes
 -- less WAL a W1 job. See docs/decisions/0091-runs-by-finish-per-flow.md.
 --
 -- Hot statements and the index that serves each:
