@@ -7,6 +7,7 @@
 // that write step states look each row up by key whatever the statistics
 // say, and the statements that keep a generic plan use their indexes even
 // when it was made on empty tables.
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -46,15 +47,23 @@ int Occurrences(const std::string& plan, std::string_view what) {
   return count;
 }
 
+// Whether every index scan in `plan` is one of `scans`, each written as
+// the plan names it (" using INDEX " or "Bitmap Index Scan on INDEX ").
+bool ScansOnly(const std::string& plan,
+               std::initializer_list<std::string_view> scans) {
+  int ours = 0;
+  for (std::string_view scan : scans) ours += Occurrences(plan, scan);
+  return ours == Occurrences(plan, " using ") +
+                     Occurrences(plan, "Bitmap Index Scan on ");
+}
+
 // The walks of runs_by_flow_status_start down one flow's runs of a status
 // (not the probes of a skip scan, which look for the next flow), or -1 if
 // the plan uses an index other than that one and the primary key.
 int FlowStatusWalks(const std::string& plan) {
-  const int ours = Occurrences(plan, " using runs_by_flow_status_start ") +
-                   Occurrences(plan, " using runs_pkey ") +
-                   Occurrences(plan, "Bitmap Index Scan on runs_pkey ");
-  if (ours != Occurrences(plan, " using ") +
-                  Occurrences(plan, "Bitmap Index Scan on ")) {
+  if (!ScansOnly(plan,
+                 {" using runs_by_flow_status_start ", " using runs_pkey ",
+                  "Bitmap Index Scan on runs_pkey "})) {
     return -1;
   }
   return Occurrences(plan, "Index Cond: ((flow_slug = ");
@@ -64,14 +73,11 @@ int FlowStatusWalks(const std::string& plan) {
 // plan reads runs by any other index than that, the primary key and the
 // skip scan's.
 int FlowFinishWalks(const std::string& plan) {
-  const int ours =
-      Occurrences(plan, " using runs_by_flow_finish ") +
-      Occurrences(plan, "Bitmap Index Scan on runs_by_flow_finish ") +
-      Occurrences(plan, " using runs_by_flow_status_start ") +
-      Occurrences(plan, " using runs_pkey ") +
-      Occurrences(plan, "Bitmap Index Scan on runs_pkey ");
-  if (ours != Occurrences(plan, " using ") +
-                  Occurrences(plan, "Bitmap Index Scan on ")) {
+  if (!ScansOnly(plan,
+                 {" using runs_by_flow_finish ",
+                  "Bitmap Index Scan on runs_by_flow_finish ",
+                  " using runs_by_flow_status_start ", " using runs_pkey ",
+                  "Bitmap Index Scan on runs_pkey "})) {
     return -1;
   }
   return Occurrences(plan, "Index Cond: (flow_slug = f.flow_slug)") +
