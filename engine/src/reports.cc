@@ -1,13 +1,14 @@
 // Report application (the outbox's push and reconcile paths) and stall
 // recovery.
 #include <algorithm>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/strings/match.h"
 #include "apply_here.h"
 #include "compiled_flow.h"
@@ -32,10 +33,15 @@ constexpr int kMaxBatch = 10'000;
 // stored data can't be read (then the run fails and nothing else applies).
 struct RunReports {
   RunId run_id;
-  std::map<int, int> completions;
+  // (step index, completions) in step order; a batch's run usually
+  // completes one step.
+  absl::InlinedVector<std::pair<int, int>, 1> completions;
   std::vector<const OutboxReport*> failures;
   std::string unreadable;  // an UnreadableError, or empty
 };
+
+// The reports of each run a batch names, in run id order.
+using ReportsByRun = std::vector<RunReports>;
 
 std::string TypeViolationError(const CompiledFlow& flow, int step_index,
                                const std::string& task_error) {
@@ -49,11 +55,23 @@ std::string TypeViolationError(const CompiledFlow& flow, int step_index,
   return task_error;
 }
 
+// Counts one completion of `step` in `rr`, keeping step order.
+void CountCompletion(RunReports& rr, int step) {
+  auto it = std::lower_bound(
+      rr.completions.begin(), rr.completions.end(), step,
+      [](const std::pair<int, int>& c, int s) { return c.first < s; });
+  if (it == rr.completions.end() || it->first != step) {
+    it = rr.completions.insert(it, {step, 0});
+  }
+  ++it->second;
+}
+
 // Sorts reports by run. A report that can't be read fails its run; one
 // that doesn't even name its run can only be dropped (it is already taken).
-std::map<RunId, RunReports> SortReports(
-    Engine::Impl& impl, const std::vector<OutboxReport>& reports) {
-  std::map<RunId, RunReports> by_run;
+ReportsByRun SortReports(Engine::Impl& impl,
+                         const std::vector<OutboxReport>& reports) {
+  std::vector<const OutboxReport*> sorted;
+  sorted.reserve(reports.size());
   for (const OutboxReport& r : reports) {
     if (!r.unreadable.empty() && r.task.run_id.IsNil()) {
       impl.Log(LogLevel::kWarning,
@@ -61,17 +79,28 @@ std::map<RunId, RunReports> SortReports(
                       r.unreadable, ") and names no run; dropped it"));
       continue;
     }
-    RunReports& rr = by_run[r.task.run_id];
-    rr.run_id = r.task.run_id;
-    if (!r.unreadable.empty()) {
+    sorted.push_back(&r);
+  }
+  // Stable: a run's failures stay in report order.
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](const OutboxReport* a, const OutboxReport* b) {
+                     return a->task.run_id < b->task.run_id;
+                   });
+  ReportsByRun by_run;
+  for (const OutboxReport* r : sorted) {
+    if (by_run.empty() || by_run.back().run_id != r->task.run_id) {
+      by_run.emplace_back().run_id = r->task.run_id;
+    }
+    RunReports& rr = by_run.back();
+    if (!r->unreadable.empty()) {
       if (rr.unreadable.empty()) {
         rr.unreadable = UnreadableError(
-            StrCat("outbox report ", r.report_id, ": ", r.unreadable));
+            StrCat("outbox report ", r->report_id, ": ", r->unreadable));
       }
-    } else if (r.kind == ReportKind::kCompleted) {
-      ++rr.completions[r.task.step_index];
+    } else if (r->kind == ReportKind::kCompleted) {
+      CountCompletion(rr, r->task.step_index);
     } else {
-      rr.failures.push_back(&r);
+      rr.failures.push_back(r);
     }
   }
   return by_run;
@@ -147,7 +176,7 @@ absl::StatusOr<LockedRuns> ReadRunsToApply(Transaction& tx,
   return read;
 }
 
-// Applies the reports of `by_run` to `runs`, its runs in key order, which
+// Applies the reports of `by_run` to `runs`, read in the same order, which
 // `tx` has read without payloads and locked. Every other read is one call
 // for the whole batch: the step states without payloads (unless `runs`
 // brought them), the outputs of every step the batch completes, the errors
@@ -155,10 +184,8 @@ absl::StatusOr<LockedRuns> ReadRunsToApply(Transaction& tx,
 // step that reads its input (RunProgress::PayloadsNeededAfter).
 // `in_hand` holds outputs of single-task steps that need no read.
 absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
-                         std::map<RunId, RunReports>& by_run, LockedRuns runs,
+                         ReportsByRun& by_run, LockedRuns runs,
                          OutputsInHand& in_hand, TransactionEffects& effects) {
-  std::vector<RunId> run_ids;
-  for (const auto& [id, rr] : by_run) run_ids.push_back(id);
   std::vector<RunId> live_ids;
   std::vector<RunRecord*> live_runs;  // into `runs`, moved from once
   std::vector<RunReports*> live_reports;
@@ -169,9 +196,9 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
   for (size_t i = 0; i < runs.runs.size(); ++i) {
     std::optional<RunRecord>& run = runs.runs[i];
     if (!run || IsTerminal(run->status)) continue;  // reports drop
-    live_ids.push_back(run_ids[i]);
+    live_ids.push_back(by_run[i].run_id);
     live_runs.push_back(&*run);
-    live_reports.push_back(&by_run[run_ids[i]]);
+    live_reports.push_back(&by_run[i]);
     if (runs.steps) states.push_back(std::move((*runs.steps)[i]));
   }
   if (live_ids.empty()) return absl::OkStatus();
@@ -182,6 +209,7 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
 
   absl::Time now = impl.Now();
   WriteBatch writes;
+  writes.ReserveUpdatedRuns(live_ids.size());
   FlowLookup flows(impl, tx);
   std::vector<RunProgress> progress;
   progress.reserve(live_ids.size());
@@ -288,10 +316,11 @@ absl::Status ApplyToRuns(Engine::Impl& impl, Transaction& tx,
 absl::Status ApplyTakenReports(Engine::Impl& impl, Transaction& tx,
                                std::vector<OutboxReport> reports,
                                TransactionEffects& effects) {
-  std::map<RunId, RunReports> by_run = SortReports(impl, reports);
+  ReportsByRun by_run = SortReports(impl, reports);
   if (by_run.empty()) return absl::OkStatus();
   std::vector<RunId> run_ids;
-  for (const auto& [id, rr] : by_run) run_ids.push_back(id);
+  run_ids.reserve(by_run.size());
+  for (const RunReports& rr : by_run) run_ids.push_back(rr.run_id);
   SLUICE_ASSIGN_OR_RETURN(LockedRuns runs,
                           ReadRunsToApply(tx, run_ids, LockMode::kForUpdate));
   OutputsInHand none;  // the outbox path holds no results
@@ -364,7 +393,7 @@ absl::StatusOr<std::vector<OutboxReport>> ApplyCompletionsHere(
     (now ? applied : rest).push_back(std::move(r));
   }
   if (applied.empty()) return rest;
-  std::map<RunId, RunReports> by_run = SortReports(impl, applied);
+  ReportsByRun by_run = SortReports(impl, applied);
   SLUICE_RETURN_IF_ERROR(
       ApplyToRuns(impl, tx, by_run, std::move(here_runs), in_hand, effects));
   return rest;
