@@ -9,6 +9,7 @@
 #include "queue_name.h"
 #include "queue_signals.h"
 #include "server_claim_backoff.h"
+#include "sluice/internal/implicit_steps.h"
 
 namespace sluice {
 namespace {
@@ -152,5 +153,55 @@ TEST(ServerClaimBackoff,
   EXPECT_EQ(skipped, ServerClaimBackoff::kEngineClaimsAfterFallback);
 }
 
+// IsImplicit compares field by field; it must agree with the record
+// ImplicitStepState derives, and with every field that record fixes.
+TEST(ImplicitSteps, IsImplicitAgreesWithTheDerivedStateAndEachOfItsFields) {
+  Flow flow("one_step");
+  flow.Step("only", Noop());
+  const FlowShape& shape = flow.shape();
+  RunRecord run;
+  run.run_id = RunId::Random();
+  run.started_at = absl::FromUnixSeconds(100);
+  for (RunStatus status : {RunStatus::kStarted, RunStatus::kCompleted}) {
+    run.status = status;
+    run.finished_at = status == RunStatus::kCompleted
+                          ? std::optional(absl::FromUnixSeconds(200))
+                          : std::nullopt;
+    run.output = boost::json::object{{"only", 7}};
+    std::optional<StepStateRecord> derived =
+        internal::ImplicitStepState(shape, run);
+    ASSERT_TRUE(derived.has_value());
+    EXPECT_TRUE(internal::IsImplicit(*derived, shape, run));
+    auto differs = [&](auto change) {
+      StepStateRecord s = *derived;
+      change(s);
+      return !internal::IsImplicit(s, shape, run);
+    };
+    EXPECT_TRUE(differs([](StepStateRecord& s) { s.step_index = 1; }));
+    EXPECT_TRUE(
+        differs([](StepStateRecord& s) { s.status = StepStatus::kFailed; }));
+    EXPECT_TRUE(differs([](StepStateRecord& s) { s.remaining_deps = 1; }));
+    EXPECT_TRUE(differs([](StepStateRecord& s) { s.initial_tasks = 2; }));
+    EXPECT_TRUE(
+        differs([](StepStateRecord& s) { s.remaining_tasks = std::nullopt; }));
+    EXPECT_TRUE(differs([](StepStateRecord& s) { s.error = "boom"; }));
+    EXPECT_TRUE(differs([](StepStateRecord& s) {
+      s.skip_reason = SkipReason::kConditionUnmet;
+    }));
+    EXPECT_TRUE(differs(
+        [](StepStateRecord& s) { s.started_at = absl::FromUnixSeconds(101); }));
+    EXPECT_TRUE(differs([](StepStateRecord& s) {
+      s.finished_at = absl::FromUnixSeconds(300);
+    }));
+    EXPECT_TRUE(differs([](StepStateRecord& s) { s.unreadable = "bad"; }));
+    // The step's output is the run's (completed) and must be absent before.
+    EXPECT_EQ(differs([](StepStateRecord& s) { s.output = Json(1); }),
+              status == RunStatus::kStarted);
+  }
+  run.status = RunStatus::kFailed;
+  EXPECT_FALSE(internal::ImplicitStepState(shape, run).has_value());
+  StepStateRecord any;
+  EXPECT_FALSE(internal::IsImplicit(any, shape, run));
+}
 }  // namespace
 }  // namespace sluice
