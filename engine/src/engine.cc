@@ -356,6 +356,7 @@ absl::StatusOr<std::unique_ptr<NewRuns>> PlanNewRuns(
       impl.wants_events() ? &plan->effects.events : nullptr,
       &plan->effects.runs};
   plan->ids.reserve(inputs.size());
+  plan->writes.ReserveNewRuns(inputs.size());
   for (const Json& input : inputs) {
     RunId id = ids.Next();
     // `inputs` outlive the Flush, so the run keeps no copy.

@@ -58,6 +58,18 @@ class TaskChunk {
             absl::flat_hash_map<std::string, std::vector<int64_t>>& archives)
       : tx_(tx), now_(now), effects_(effects), archives_(archives) {}
 
+  // Takes every task of `tasks` (with its message and archive flag) at
+  // once, without moving each record: a batch of one chunk, the usual
+  // case. REQUIRES: the chunk is empty and `tasks` fit in one.
+  absl::Status AddAll(std::vector<TaskRecord>& tasks,
+                      std::vector<OutgoingMessage>& messages,
+                      std::vector<bool>& archive) {
+    tasks_.swap(tasks);
+    messages_.swap(messages);
+    archive_.swap(archive);
+    return Write();
+  }
+
   // `archive`: the task is terminal already; its message is archived as
   // soon as it is sent.
   absl::Status Add(TaskRecord task, OutgoingMessage message, bool archive) {
@@ -163,6 +175,9 @@ absl::Status WriteBatch::SendAndInsertTasks(Transaction& tx, absl::Time now,
                                             TransactionEffects& effects) {
   // In creation order, so messages get their sequence numbers in it.
   TaskChunk chunk(tx, now, effects, archives_);
+  if (new_maps_.empty() && new_tasks_.size() <= kTaskChunk) {
+    return chunk.AddAll(new_tasks_, new_messages_, archive_new_);
+  }
   size_t next = 0;
   auto add_created = [&](size_t end) -> absl::Status {
     for (; next < end; ++next) {

@@ -26,6 +26,22 @@ class WriteBatch {
     size_t index = 0;
   };
 
+  // Room for `runs` new runs and a task each, or `runs` updated runs (with
+  // their counters moving or not), so that a batch's records are not moved
+  // as their vectors grow.
+  void ReserveNewRuns(size_t runs) {
+    new_runs_.reserve(runs);
+    new_run_inputs_.reserve(runs);
+    new_tasks_.reserve(runs);
+    new_messages_.reserve(runs);
+    archive_new_.reserve(runs);
+  }
+  void ReserveUpdatedRuns(size_t runs) {
+    updated_runs_.reserve(runs);
+    counted_runs_.runs.reserve(runs);
+    counted_runs_.deltas.reserve(runs);
+    counted_runs_.expected.reserve(runs);
+  }
   // `lent_input`, if set, is the run's input (its record's is null), which
   // its owner keeps until Flush.
   void InsertRun(RunRecord&& run, const Json* lent_input = nullptr) {
