@@ -79,6 +79,30 @@ TEST_P(BackendContractTest, SendMessages_KeepsScalarBodiesExactly) {
   EXPECT_EQ(SerializeJson(Lookup(*tx, ids[1])->message.body), "false");
 }
 
+// A task's message body given as parts is stored and read back as the JSON
+// object every pgmq client sees; other messages on the queue are unchanged.
+TEST_P(BackendContractTest, SendMessages_TaskBodies_ReadBackAsTheirObject) {
+  CreateQueue("greet");
+  const TaskMessageBody task{.flow_slug = "orders",
+                             .run_id = RunId(1, 2),
+                             .step_slug = R"(say "hi" \ é)",
+                             .task_index = 7};
+  const std::vector<int64_t> ids =
+      Send({{.visible_at = kT0, .task = task}, Message(2)});
+  const Json expected = J(
+      R"({"flow_slug":"orders","run_id":"00000000-0000-0001-0000-000000000002",)"
+      R"("step_slug":"say \"hi\" \\ é","task_index":7})");
+  ASSERT_EQ(task.ToJson(), expected);
+  std::unique_ptr<Transaction> tx = Begin();
+  EXPECT_EQ(Lookup(*tx, ids[0])->message.body, expected);
+  ASSERT_OK_AND_ASSIGN(
+      std::vector<MessageRecord> read,
+      tx->ReadMessages("greet", kT0, 10, At(30), Fields::kAll));
+  ASSERT_THAT(IdsOf(read), ElementsAre(ids[0], ids[1]));
+  EXPECT_EQ(read[0].body, expected);
+  EXPECT_EQ(read[1].body, J(R"({"n":2})"));
+}
+
 TEST_P(BackendContractTest, ReadMessages_TakesVisibleMessagesInIdOrder) {
   CreateQueue("greet");
   const std::vector<int64_t> ids = Send({Message(1, At(10)), Message(2, At(0)),

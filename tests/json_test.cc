@@ -1,6 +1,7 @@
 #include "sluice/json.h"
 
 #include "gtest/gtest.h"
+#include "sluice/records.h"
 
 namespace sluice {
 namespace {
@@ -78,6 +79,26 @@ TEST(JsonTypeName, NamesEveryKind) {
   EXPECT_EQ(JsonTypeName(J("1.5")), "number");
   EXPECT_EQ(JsonTypeName(J("true")), "boolean");
   EXPECT_EQ(JsonTypeName(J("null")), "null");
+}
+
+// A task's message body as text is exactly its object serialized, however
+// its slugs need escaping.
+TEST(TaskMessageBody, TextIsTheSerializedObject) {
+  for (std::string slug : {"plain",
+                           R"(quote " backslash \ tab)"
+                           "\t",
+                           "control \x01 é ✓"}) {
+    const TaskMessageBody body{.flow_slug = slug,
+                               .run_id = RunId(0xabc, 0xdef),
+                               .step_slug = slug + "_step",
+                               .task_index = 12345};
+    EXPECT_EQ(body.ToText(), SerializeJson(body.ToJson())) << slug;
+    EXPECT_EQ(J(body.ToText()), body.ToJson()) << slug;
+  }
+  const OutgoingMessage plain{.body = J(R"({"n":1})")};
+  EXPECT_EQ(plain.BodyText(), R"({"n":1})");
+  const OutgoingMessage task{.task = TaskMessageBody{.flow_slug = "f"}};
+  EXPECT_EQ(task.BodyText(), task.task->ToText());
 }
 
 }  // namespace

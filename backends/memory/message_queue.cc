@@ -28,7 +28,8 @@ std::vector<int64_t> MessageQueue::Send(std::span<OutgoingMessage> messages,
                                 .enqueued_at = now,
                                 .visible_at = message.visible_at,
                                 .seq = next_seq_++,
-                                .body = Stored(std::move(message.body))});
+                                .body = Stored(std::move(message.body)),
+                                .task_body = std::move(message.task)});
     by_id_.try_emplace(id, &queued);
     Link(queued);
     ids.push_back(id);
@@ -173,7 +174,10 @@ MessageRecord MessageQueue::ToRecord(const QueuedMessage& message,
                        .enqueued_at = message.enqueued_at,
                        .visible_at = message.visible_at,
                        .priority = message.priority};
-  if (fields == Fields::kAll) record.body = message.body;
+  if (fields == Fields::kAll) {
+    record.body = message.task_body.has_value() ? message.task_body->ToJson()
+                                                : message.body;
+  }
   return record;
 }
 

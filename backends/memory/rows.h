@@ -60,7 +60,9 @@ struct QueuedMessage {
   // Claim order within a priority: lower first. Given at send, increasing in
   // send order; a move to the tail gives a new one (MessageQueue).
   int64_t seq = 0;
-  Json body;
+  Json body;  // null when `task_body` holds it
+  // A task's message body, kept as its parts until someone reads it.
+  std::optional<TaskMessageBody> task_body;
   std::optional<absl::Time> archived_at;  // set once archived
   OrderHook order_hook;
 };

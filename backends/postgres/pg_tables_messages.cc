@@ -22,7 +22,7 @@ bool AddMessageColumns(std::span<const OutgoingMessage> messages,
   for (const OutgoingMessage& message : messages) {
     visible.Time(message.visible_at);
     priorities.Int(message.priority);
-    bodies.Json(message.body);
+    bodies.Text(message.BodyText());
     visible_now = visible_now || message.visible_at <= now;
   }
   params.Time(now)

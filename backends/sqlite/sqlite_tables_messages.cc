@@ -50,7 +50,7 @@ absl::StatusOr<std::vector<int64_t>> SqliteTables::SendMessages(
               .AddInt(first_seq + offset)
               .AddInt(messages[i].priority)
               .AddTime(messages[i].visible_at);
-          AddJson(rows, messages[i].body);
+          rows.AddText(messages[i].BodyText());
         }
         SLUICE_ASSIGN_OR_RETURN(Statement insert,
                                 Prepare(sql::kInsertMessages, "SendMessages"));

@@ -122,7 +122,6 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
   // budget, each with a new message at the back of its priority.
   WriteBatch writes;
   TransactionEffects effects;
-  std::string run_text = run_id.ToString();
   absl::flat_hash_map<std::string, std::vector<size_t>> rerun_by_queue;
   for (size_t i = 0; i < tasks.size(); ++i) {
     const TaskRecord& t = tasks[i];
@@ -142,8 +141,9 @@ absl::Status Engine::RetryRun(const RunId& run_id) {
       // A Wait step waits afresh: its timeout counts from now.
       absl::Time visible_at = step.is_wait() ? WaitVisibleAt(step, now) : now;
       messages.push_back(
-          OutgoingMessage{MessageBody(t, run_text, step.shape->slug),
-                          visible_at, run.priority});
+          OutgoingMessage{.visible_at = visible_at,
+                          .priority = run.priority,
+                          .task = MessageBody(t, step.shape->slug)});
     }
     SLUICE_ASSIGN_OR_RETURN(std::vector<int64_t> ids,
                             tx->SendMessages(queue, messages, now));

@@ -4,7 +4,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "boost/json/serialize.hpp"
 #include "sluice/internal/strings.h"
+#include "sluice/json.h"
 
 namespace sluice {
 namespace {
@@ -123,6 +125,29 @@ void AddUnreadable(std::string& unreadable, std::string_view problem) {
 
 std::string UnreadableError(std::string_view what) {
   return StrCat("stored data unreadable: ", what);
+}
+
+Json TaskMessageBody::ToJson() const {
+  boost::json::object body;
+  body.reserve(4);
+  body.emplace("flow_slug", flow_slug);
+  body.emplace("run_id", run_id.ToString());
+  body.emplace("step_slug", step_slug);
+  body.emplace("task_index", task_index);
+  return body;
+}
+
+std::string TaskMessageBody::ToText() const {
+  // The same text as SerializeJson(ToJson()), without building the object.
+  return StrCat("{\"flow_slug\":",
+                boost::json::serialize(boost::json::string_view(flow_slug)),
+                ",\"run_id\":\"", run_id.ToString(), "\",\"step_slug\":",
+                boost::json::serialize(boost::json::string_view(step_slug)),
+                ",\"task_index\":", task_index, "}");
+}
+
+std::string OutgoingMessage::BodyText() const {
+  return task.has_value() ? task->ToText() : SerializeJson(body);
 }
 
 }  // namespace sluice

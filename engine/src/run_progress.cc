@@ -238,7 +238,6 @@ absl::Status RunProgress::StartStep(int step, Json input) {
   MarkDirty(step);
   Emit(EventKind::kStepStarted, step);
 
-  std::string run_id = run_.run_id.ToString();
   if (!task_options_) task_options_ = TaskOptionsOfRun(run_.options);
   // Only a new run's first tasks wait for its delay: later steps start
   // after those ran.
@@ -256,7 +255,7 @@ absl::Status RunProgress::StartStep(int step, Json input) {
   task.options = *task_options_;
   if (s.shape->kind != StepKind::kMap) {
     task.input = std::move(input);
-    Json body = MessageBody(task, run_id, s.shape->slug);
+    TaskMessageBody body = MessageBody(task, s.shape->slug);
     new_tasks_[step].push_back(ctx_.writes.CreateTask(
         std::move(task), std::move(body), visible_at, run_.priority));
     if (s.is_wait() && st.output.has_value()) return DeliverHeldSignal(step);
@@ -272,7 +271,6 @@ absl::Status RunProgress::StartStep(int step, Json input) {
   }
   new_maps_[step] = ctx_.writes.CreateMapTasks({.prototype = std::move(task),
                                                 .elements = std::move(elements),
-                                                .run_id = std::move(run_id),
                                                 .step_slug = s.shape->slug,
                                                 .visible_at = visible_at,
                                                 .priority = run_.priority});

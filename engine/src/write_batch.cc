@@ -9,21 +9,20 @@
 
 namespace sluice {
 
-Json MessageBody(const TaskRecord& task, const std::string& run_id,
-                 const std::string& step_slug) {
-  boost::json::object body;
-  body.reserve(4);
-  body.emplace("flow_slug", task.flow_slug);
-  body.emplace("run_id", run_id);
-  body.emplace("step_slug", step_slug);
-  body.emplace("task_index", task.key.task_index);
-  return body;
+TaskMessageBody MessageBody(const TaskRecord& task,
+                            const std::string& step_slug) {
+  return TaskMessageBody{.flow_slug = task.flow_slug,
+                         .run_id = task.key.run_id,
+                         .step_slug = step_slug,
+                         .task_index = task.key.task_index};
 }
 
-size_t WriteBatch::CreateTask(TaskRecord task, Json message_body,
+size_t WriteBatch::CreateTask(TaskRecord task, TaskMessageBody message_body,
                               absl::Time visible_at, int priority) {
   new_tasks_.push_back(std::move(task));
-  new_messages_.push_back({std::move(message_body), visible_at, priority});
+  new_messages_.push_back({.visible_at = visible_at,
+                           .priority = priority,
+                           .task = std::move(message_body)});
   archive_new_.push_back(false);
   return new_tasks_.size() - 1;
 }
@@ -161,10 +160,11 @@ absl::Status AddMapTasks(const WriteBatch::MapTasks& map,
       task.status = *ended;
       task.finished_at = ended_at;
     }
-    Json body = MessageBody(task, map.run_id, map.step_slug);
-    SLUICE_RETURN_IF_ERROR(chunk.Add(
-        std::move(task), {std::move(body), map.visible_at, map.priority},
-        ended.has_value()));
+    OutgoingMessage message{.visible_at = map.visible_at,
+                            .priority = map.priority,
+                            .task = MessageBody(task, map.step_slug)};
+    SLUICE_RETURN_IF_ERROR(
+        chunk.Add(std::move(task), std::move(message), ended.has_value()));
   }
   return absl::OkStatus();
 }

@@ -106,8 +106,8 @@ class WriteBatch {
 
   // Queues a new task and its message (sent at Flush, visible at
   // `visible_at`, claimed by `priority`). Returns a handle for EndNewTask.
-  size_t CreateTask(TaskRecord task, Json message_body, absl::Time visible_at,
-                    int priority = 0);
+  size_t CreateTask(TaskRecord task, TaskMessageBody message_body,
+                    absl::Time visible_at, int priority = 0);
   // Gives a task created in this batch a terminal status before it is
   // written; its message is archived as soon as it is sent.
   void EndNewTask(size_t handle, TaskStatus status, absl::Time now);
@@ -118,7 +118,6 @@ class WriteBatch {
   struct MapTasks {
     TaskRecord prototype;  // key.task_index and input are set per element
     std::shared_ptr<const Json> elements;
-    std::string run_id;     // as text, for the message bodies
     std::string step_slug;  // for the message bodies
     absl::Time visible_at;
     int priority = 0;
@@ -213,9 +212,8 @@ class WriteBatch {
 };
 
 // The body of a task's message, for any pgmq client reading the queue.
-// `run_id` is the task's run id as text (computed once per step by callers).
-Json MessageBody(const TaskRecord& task, const std::string& run_id,
-                 const std::string& step_slug);
+TaskMessageBody MessageBody(const TaskRecord& task,
+                            const std::string& step_slug);
 
 }  // namespace sluice
 

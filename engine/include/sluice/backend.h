@@ -627,7 +627,7 @@ class Backend {
  public:
   // The interface version this header describes. A backend built against an
   // older header reports that version and the engine refuses it.
-  static constexpr int kInterfaceVersion = 11;
+  static constexpr int kInterfaceVersion = 12;
 
   virtual ~Backend() = default;
   virtual int interface_version() const { return kInterfaceVersion; }

@@ -373,11 +373,30 @@ struct MessageRecord {
   std::string unreadable;
 };
 
+// The body of a task's message, as its parts. Every pgmq client reads it as
+// {"flow_slug", "run_id", "step_slug", "task_index"} (ToJson); a backend
+// renders it when it stores or returns the body, so that creating a task
+// builds no JSON object. docs/decisions/0092.
+struct TaskMessageBody {
+  std::string flow_slug;
+  RunId run_id;
+  std::string step_slug;
+  int task_index = 0;
+
+  Json ToJson() const;
+  std::string ToText() const;  // ToJson(), serialized
+};
+
 // A message to send: its body and when it becomes visible.
 struct OutgoingMessage {
-  Json body;
+  Json body;  // null and unused when `task` is set
   absl::Time visible_at;
   int priority = 0;  // read order: higher first
+  // A task's message gives its body as parts instead.
+  std::optional<TaskMessageBody> task;
+
+  // The body as JSON text, for a backend that stores text.
+  std::string BodyText() const;
 };
 
 // A visibility change for one message.
