@@ -115,6 +115,28 @@ TEST(CheckJsonValue, RefusesAnyDepthWithoutExhaustingTheStack) {
                 "run input nests deeper");
 }
 
+// CheckJsonPayload skips serializing a payload whose bound clears the limit;
+// either way it must refuse exactly the strings, arrays and objects that
+// serialize over it (a scalar of another kind is never refused), escapes
+// and numbers of every width included.
+TEST(CheckJsonPayload, RefusesExactlyWhatSerializesOverTheLimit) {
+  const Json values[] = {
+      Json("quote \" backslash \\ control \x01 tab \t é"),
+      boost::json::array{-9223372036854775807LL - 1, -1.7976931348623157e308,
+                         18446744073709551615ULL, nullptr, false},
+      *ParseJson(R"({"key \"one\"":[1,true,null,"x"],"k2":{"\u0002":2.5}})",
+                 "test"),
+      Json(boost::json::object{}),
+  };
+  for (const Json& value : values) {
+    const size_t size = SerializeJson(value).size();
+    for (size_t limit = size - 2; limit <= size + 2; ++limit) {
+      EXPECT_EQ(CheckJsonPayload(value, "output", limit).ok(), limit >= size)
+          << SerializeJson(value) << " limit " << limit;
+    }
+  }
+}
+
 TEST(Utf8, ChecksAndRepairs) {
   EXPECT_TRUE(IsValidUtf8("plain \xe2\x82\xac \xf0\x9f\x98\x80"));
   EXPECT_FALSE(IsValidUtf8("\x80"));              // stray continuation

@@ -56,9 +56,35 @@ std::optional<std::string> ScalarProblem(const Json& value) {
   return std::nullopt;
 }
 
+// The most bytes a string of `size` bytes serializes to: every byte may
+// escape to six (`\u00XX`), and the quotes.
+size_t StringBound(size_t size) { return 2 + 6 * size; }
+
+// The most bytes `value` adds to its serialization, its children aside
+// (their own bounds): a number prints in at most 32, a container adds its
+// brackets and a comma per child.
+size_t TextBound(const Json& value) {
+  switch (value.kind()) {
+    case boost::json::kind::string:
+      return StringBound(value.get_string().size());
+    case boost::json::kind::array:
+      return 2 + value.get_array().size();
+    case boost::json::kind::object:
+      return 2 + value.get_object().size();
+    case boost::json::kind::null:
+      return 4;
+    case boost::json::kind::bool_:
+      return 5;
+    default:
+      return 32;
+  }
+}
+
 // The next child of the innermost open container, closing finished ones.
-// Checks object keys on the way, since keys are not values.
-absl::StatusOr<const Json*> NextChild(Stack& stack, std::string_view what) {
+// Checks object keys on the way, since keys are not values, and adds their
+// bound (with the colon) to `bound`.
+absl::StatusOr<const Json*> NextChild(Stack& stack, std::string_view what,
+                                      size_t& bound) {
   while (!stack.empty()) {
     Frame& frame = stack.back();
     if (frame.container->is_array()) {
@@ -73,6 +99,7 @@ absl::StatusOr<const Json*> NextChild(Stack& stack, std::string_view what) {
               StrCat(what, " has an object key that is not valid UTF-8 at ",
                      PathOf(stack)));
         }
+        bound += StringBound(member.key().size()) + 1;
         return &member.value();
       }
     }
@@ -81,12 +108,15 @@ absl::StatusOr<const Json*> NextChild(Stack& stack, std::string_view what) {
   return nullptr;
 }
 
-}  // namespace
-
-absl::Status CheckJsonValue(const Json& value, std::string_view what) {
+// CheckJsonValue, also setting `bound` to at least the bytes `value`
+// serializes to.
+absl::Status CheckJsonValueWithBound(const Json& value, std::string_view what,
+                                     size_t& bound) {
   Stack stack;
   const Json* current = &value;
+  bound = 0;
   while (current != nullptr) {
+    bound += TextBound(*current);
     if (std::optional<std::string> problem = ScalarProblem(*current)) {
       return absl::InvalidArgumentError(
           StrCat(what, " ", *problem, " at ", PathOf(stack)));
@@ -99,18 +129,30 @@ absl::Status CheckJsonValue(const Json& value, std::string_view what) {
       }
       stack.push_back(Frame{current});
     }
-    absl::StatusOr<const Json*> next = NextChild(stack, what);
+    absl::StatusOr<const Json*> next = NextChild(stack, what, bound);
     if (!next.ok()) return next.status();
     current = *next;
   }
   return absl::OkStatus();
 }
 
+}  // namespace
+
+absl::Status CheckJsonValue(const Json& value, std::string_view what) {
+  size_t bound;
+  return CheckJsonValueWithBound(value, what, bound);
+}
+
 absl::Status CheckJsonPayload(const Json& value, std::string_view what,
                               size_t max_bytes) {
-  if (absl::Status valid = CheckJsonValue(value, what); !valid.ok()) {
+  size_t bound;
+  if (absl::Status valid = CheckJsonValueWithBound(value, what, bound);
+      !valid.ok()) {
     return valid;
   }
+  // Every result's output passes here: serializing to count the exact size
+  // is left to payloads the bound cannot clear.
+  if (bound <= max_bytes) return absl::OkStatus();
   return CheckPayloadSize(value, what, max_bytes);
 }
 
