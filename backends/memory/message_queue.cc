@@ -17,6 +17,12 @@ std::vector<int64_t> MessageQueue::Send(std::span<OutgoingMessage> messages,
   std::vector<int64_t> ids;
   if (messages.empty()) return ids;
   ids.reserve(messages.size());
+  // A message visible at once then goes straight to the visible set, not
+  // through the hidden one at the next read. Only forward: the engine takes
+  // a read's `now` inside its transaction, after that of any send committed
+  // before (SQLite's ready messages rely on the same, decision 0080), so
+  // this sends no read back over the visible set.
+  if (now > horizon_) MoveHorizon(now);
   undo.Add(undo::MessagesSent{.queue = this, .first_id = next_id_});
   by_id_.reserve(by_id_.size() + messages.size());
   for (OutgoingMessage& message : messages) {
@@ -56,7 +62,8 @@ std::vector<MessageRecord> MessageQueue::Read(absl::Time now, int limit,
     message.visible_at = visible_until;
     if (visible_until > horizon_) {
       it = visible_.erase(it);
-      hidden_.insert(message);
+      // Leases end later than any hidden message's time, as a rule.
+      hidden_.insert(hidden_.end(), message);
     } else {
       ++it;
     }
@@ -183,7 +190,8 @@ MessageRecord MessageQueue::ToRecord(const QueuedMessage& message,
 
 void MessageQueue::Link(QueuedMessage& message) {
   if (message.visible_at <= horizon_) {
-    visible_.insert(message);
+    // A new message usually goes last in claim order.
+    visible_.insert(visible_.end(), message);
   } else {
     hidden_.insert(message);
   }

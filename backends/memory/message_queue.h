@@ -33,11 +33,13 @@ namespace sluice::memory {
 // a message allocate nothing once the arena and the hash index have grown to
 // the queue's working size. A read at `now` first moves the horizon to `now`
 // (promoting the messages that have become visible since), then takes the
-// first in claim order. Each message costs O(log n) per change however deep
-// the queue is, and a read never looks at a message that is still hidden.
-// Only a call whose `now` is earlier than the previous one's scans the
-// visible set (to hide again what is not visible yet); engine clocks do not
-// go back, so that is the tests' path, not the hot one.
+// first in claim order; a send moves it forward to its `now` too, so a
+// message visible at once is linked into the visible set directly. Each message
+// costs O(log n) per change however deep the queue is, and a read never looks
+// at a message that is still hidden. Only a call whose `now` is earlier than
+// the previous one's scans the visible set (to hide again what is not visible
+// yet); engine clocks do not go back, so that is the tests' path, not the hot
+// one.
 //
 // Sequence numbers come from a per-queue counter: a send takes one per
 // message, a move to the tail takes the next one. A rollback gives them back
