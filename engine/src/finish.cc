@@ -271,6 +271,12 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   const EngineOptions& options = impl.options();
   absl::Time now = impl.Now();
   std::optional<EarlyPlans> early = PlanBeforeTransaction(impl, results, now);
+  // Copied before the transaction where the plans are: a backend that
+  // serializes writers then holds its lock for the writes only.
+  OutputsInHand in_hand;
+  if (early && apply.here) {
+    in_hand = KeepSingleTaskOutputs(early->updates, early->plans);
+  }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   std::vector<TaskUpdate> updates;
   std::vector<Plan> plans;
@@ -314,10 +320,9 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   absl::flat_hash_map<std::string, std::vector<int64_t>> deletes;
   TransactionEffects effects;
   StepTally tally;
-  OutputsInHand in_hand;
   std::optional<RunsReadAhead> ahead;
   if (!updates.empty()) {
-    if (apply.here) in_hand = KeepSingleTaskOutputs(updates, plans);
+    if (apply.here && !early) in_hand = KeepSingleTaskOutputs(updates, plans);
     SLUICE_ASSIGN_OR_RETURN(
         std::vector<bool> applied,
         UpdateAndReadAhead(*tx, updates, plans, apply.here, ahead));
