@@ -1,5 +1,6 @@
 #include "run_progress.h"
 
+#include "absl/container/inlined_vector.h"
 #include "boost/json/array.hpp"
 #include "boost/json/object.hpp"
 #include "fan_out_internal.h"
@@ -489,7 +490,7 @@ void RunProgress::Finish() {
     for (StepStateRecord& s : steps_) ctx_.writes.InsertStepState(std::move(s));
     return;
   }
-  std::vector<WriteBatch::Slot> step_slots(steps_.size());
+  absl::InlinedVector<WriteBatch::Slot, 4> step_slots(steps_.size());
   for (size_t i = 0; i < steps_.size(); ++i) {
     if (implicit_) {  // its counters have no row to move
       if (store_implicit) ctx_.writes.InsertStepState(std::move(steps_[i]));

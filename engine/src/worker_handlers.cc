@@ -60,7 +60,9 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
   WorkerShared& s = *shared;
   std::optional<TaskResult> finished;  // the last task's, to hand in
   while (true) {
-    std::pair<ClaimedTask, CancelToken> next;
+    // Empty until taken: a CancelToken built here would allocate a flag
+    // only to be replaced.
+    std::optional<std::pair<ClaimedTask, CancelToken>> taken;
     {
       absl::MutexLock lock(&s.mu);
       if (finished.has_value()) {
@@ -75,24 +77,24 @@ void HandlerLoop(std::shared_ptr<WorkerShared> shared, size_t slot) {
       };
       s.mu.Await(absl::Condition(&has_work));
       if (s.closed) return;
-      next = std::move(s.ready.front());
+      taken.emplace(std::move(s.ready.front()));
       s.ready.pop_front();
       s.slots[slot].busy = true;
     }
+    auto& [task, cancel] = *taken;
     absl::Time began = absl::Now();
     NativeWrite completion_write;
     std::optional<SpanScope> span;
-    if (s.tracer != nullptr) span.emplace(s, HandlerSpan(next.first));
+    if (s.tracer != nullptr) span.emplace(s, HandlerSpan(task));
     absl::StatusOr<StepResult> outcome =
-        RunHandler(s, next.first, next.second, completion_write);
+        RunHandler(s, task, cancel, completion_write);
     if (span) span->End(outcome.status());
-    if (StepMetrics* m =
-            s.MetricsFor(next.first.flow_slug, next.first.key.step_index)) {
+    if (StepMetrics* m = s.MetricsFor(task.flow_slug, task.key.step_index)) {
       m->handler_seconds.Observe(ToSeconds(absl::Now() - began));
     }
-    finished.emplace(TaskResult{next.first.key, next.first.attempt,
-                                std::move(outcome), std::move(completion_write),
-                                std::move(next.first.record)});
+    finished.emplace(TaskResult{task.key, task.attempt, std::move(outcome),
+                                std::move(completion_write),
+                                std::move(task.record)});
   }
 }
 
