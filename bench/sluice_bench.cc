@@ -1,12 +1,14 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
 //   sluice-bench --backend URL --workload W1|W2|W3|W4|W5|W6|W7
-//                [--no-baseline] [--w6-depth N] [--w7-elements N]
+//                [--no-baseline] [--runs N] [--w6-depth N] [--w7-elements N]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
 // W2: 1,000 runs of root -> map over the root's 10-element array -> reduce
 //     (12 tasks a run).
+//     --runs sets W1's or W2's number of runs (a longer window for a
+//     memory store, which does W1's 20,000 in about 0.1 s).
 // W3: 200 one-step jobs started one after another on an idle worker;
 //     enqueue-to-handler-start latency (see latency_workload.h).
 // W4: 20,000 jobs through Enqueue (priorities 0-9, every tenth with a
@@ -75,6 +77,7 @@ struct Options {
   bool baseline = true;
   int concurrency = 10;
   int batch_size = 100;
+  int runs = 0;  // W1 and W2; 0 for the workload's own number
   int w6_depth = 1'000'000;
   int w7_elements = 100'000;
 };
@@ -214,6 +217,14 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
       absl::StatusOr<std::string> v = value();
       if (!v.ok()) return v.status();
       o.workload = *v;
+    } else if (a == "--runs") {
+      absl::StatusOr<std::string> v = value();
+      if (!v.ok()) return v.status();
+      if (!absl::SimpleAtoi(*v, &o.runs) || o.runs < 1 || o.runs > 10'000'000) {
+        return absl::InvalidArgumentError(
+            "--runs must be a whole number from 1 to 10000000, not \"" + *v +
+            "\"");
+      }
     } else if (a == "--w6-depth") {
       absl::StatusOr<std::string> v = value();
       if (!v.ok()) return v.status();
@@ -260,7 +271,7 @@ int Report(const absl::Status& status) {
 
 int RunThroughput(const Options& options) {
   bool w1 = options.workload == "W1";
-  int runs = w1 ? 20'000 : 1'000;
+  int runs = options.runs > 0 ? options.runs : w1 ? 20'000 : 1'000;
   int tasks_per_run = w1 ? 1 : 12;
   int total_tasks = runs * tasks_per_run;
   Outcome o{.workload = options.workload,
@@ -499,7 +510,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
                  "--workload W1|W2|W3|W4|W5|W6|W7 [--no-baseline] "
-                 "[--w6-depth N] [--w7-elements N]\n",
+                 "[--runs N] [--w6-depth N] [--w7-elements N]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
