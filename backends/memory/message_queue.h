@@ -25,21 +25,23 @@ namespace sluice::memory {
 
 // Every message, live or archived, is one row in an arena (stable address,
 // slot reused after deletion) found by id through one hash index. Live
-// messages are split by a horizon, the `now` of the latest read: those
-// visible at the horizon sit in an intrusive set ordered by claim order,
-// (priority desc, seq asc), the others in an intrusive (visible_at, id)-ordered
-// set; an archived row is in neither. The sets link the rows themselves
-// (QueuedMessage::order_hook), so sending, reading, rescheduling and archiving
-// a message allocate nothing once the arena and the hash index have grown to
-// the queue's working size. A read at `now` first moves the horizon to `now`
-// (promoting the messages that have become visible since), then takes the
-// first in claim order; a send moves it forward to its `now` too, so a
-// message visible at once is linked into the visible set directly. Each message
-// costs O(log n) per change however deep the queue is, and a read never looks
-// at a message that is still hidden. Only a call whose `now` is earlier than
-// the previous one's scans the visible set (to hide again what is not visible
-// yet); engine clocks do not go back, so that is the tests' path, not the hot
-// one.
+// messages are split by a horizon, the latest `now` a read or a send
+// brought: those visible at the horizon sit in an intrusive set ordered by
+// claim order, (priority desc, seq asc), the others in an intrusive
+// (visible_at, id)-ordered set; an archived row is in neither. The sets link
+// the rows themselves (QueuedMessage::order_hook), so sending, reading,
+// rescheduling and archiving a message allocate nothing once the arena and
+// the hash index have grown to the queue's working size. A read at `now`
+// first moves the horizon to `now` (promoting the messages that have become
+// visible since), then takes the first in claim order; a send moves it
+// forward to its `now` too, so a message visible at once is linked into the
+// visible set directly. Each message costs O(log n) per change however deep
+// the queue is, and a read never looks at a message that is still hidden.
+// Only a call whose `now` is earlier than the horizon scans the visible set
+// (to hide again what is not visible yet). The engine's reads take their
+// `now` inside their transaction, after that of any send before them; only
+// an empty claim's later look for the next visible time can bring an
+// earlier one, when another claim came between.
 //
 // Sequence numbers come from a per-queue counter: a send takes one per
 // message, a move to the tail takes the next one. A rollback gives them back
