@@ -27,15 +27,16 @@ std::vector<int64_t> MessageQueue::Send(std::span<OutgoingMessage> messages,
   by_id_.reserve(by_id_.size() + messages.size());
   for (OutgoingMessage& message : messages) {
     const int64_t id = next_id_++;
-    QueuedMessage& queued =
-        rows_.Add(QueuedMessage{.id = id,
-                                .read_count = 0,
-                                .priority = message.priority,
-                                .enqueued_at = now,
-                                .visible_at = message.visible_at,
-                                .seq = next_seq_++,
-                                .body = Stored(std::move(message.body)),
-                                .task_body = std::move(message.task)});
+    QueuedMessage& queued = rows_.AddMade([&] {
+      return QueuedMessage{.id = id,
+                           .read_count = 0,
+                           .priority = message.priority,
+                           .enqueued_at = now,
+                           .visible_at = message.visible_at,
+                           .seq = next_seq_++,
+                           .body = Stored(std::move(message.body)),
+                           .task_body = std::move(message.task)};
+    });
     by_id_.try_emplace(id, &queued);
     Link(queued);
     ids.push_back(id);

@@ -42,8 +42,14 @@ class RowArena {
 
   // Returns the new row; its address never changes while it exists.
   Row& Add(Row&& row) {
+    return AddMade([&row] { return std::move(row); });
+  }
+  // Add of `make()`'s result, built in its slot: a row with many members
+  // (a run's or a task's record) is not moved there from a temporary.
+  template <typename Make>
+  Row& AddMade(Make make) {
     Slot* slot = TakeSlot();
-    Row* added = std::construct_at(&slot->row, std::move(row));
+    Row* added = ::new (static_cast<void*>(&slot->row)) Row(make());
     ++size_;
     return *added;
   }

@@ -77,8 +77,10 @@ absl::Status RunTable::InsertRuns(std::span<RunRecord> runs,
         &input != &run.input) {
       run.input = input;
     }
-    RunEntry& entry = entries_.Add(
-        RunEntry{.run = Stored(std::move(run)), .sequence = next_sequence_++});
+    RunEntry& entry = entries_.AddMade([&] {
+      return RunEntry{.run = Stored(std::move(run)),
+                      .sequence = next_sequence_++};
+    });
     it->second = &entry;
     Index(entry);
     undo.Add(undo::RunInserted{.run_id = entry.run.run_id});

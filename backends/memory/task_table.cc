@@ -98,8 +98,10 @@ absl::Status TaskTable::Insert(std::span<TaskRecord> tasks, UndoLog& undo) {
                  "\" already belongs to a task; ", DescribeKey(task.key),
                  " needs a message of its own"));
     }
-    TaskRow& row = rows_.Add(TaskRow{.task = Stored(std::move(task)),
-                                     .run_sequence = *run_sequence});
+    TaskRow& row = rows_.AddMade([&] {
+      return TaskRow{.task = Stored(std::move(task)),
+                     .run_sequence = *run_sequence};
+    });
     by_key->second = &row;
     by_id->second = &row;
     runs_.AddTask(row.task);
