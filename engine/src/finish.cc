@@ -319,7 +319,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   LateArchives archives = std::move(late_archives);
   absl::flat_hash_map<std::string, std::vector<int64_t>> deletes;
   TransactionEffects effects;
-  StepTally tally;
+  std::vector<size_t> tallied;  // updates the metrics count, after commit
   std::optional<RunsReadAhead> ahead;
   if (!updates.empty()) {
     if (apply.here && !early) in_hand = KeepSingleTaskOutputs(updates, plans);
@@ -336,7 +336,7 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
       Plan& plan = plans[u];
       const TaskRecord& t = updates[u].task;
       outcome.dispositions[plan.result] = plan.disposition;
-      Tally(plan, t, now, tally);
+      tallied.push_back(u);
       // A completed task's row holds all its message and its attempt's
       // ledger entry said: the message is deleted and the entry is derived
       // when the ledger is read (ledger.h).
@@ -395,6 +395,8 @@ absl::StatusOr<FinishOutcome> FinishInOneTransaction(
   }
   SLUICE_RETURN_IF_ERROR(committed);
   apply.relay = relay;
+  StepTally tally;
+  for (size_t u : tallied) Tally(plans[u], updates[u].task, now, tally);
   impl.metrics().AddTasks(tally);
   return outcome;
 }
