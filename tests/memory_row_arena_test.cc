@@ -34,7 +34,7 @@ TEST(RowArena, RowsKeepTheirAddressesAndValuesAcrossChunksOfEverySize) {
     std::vector<CountedRow*> rows;
     // 1 KiB rows: chunks of 256, 512, 1,024 rows, then 2 MiB ones.
     for (int i = 0; i < 10'000; ++i) {
-      rows.push_back(&arena.Add(CountedRow(i, &live)));
+      rows.push_back(&arena.AddMade([&] { return CountedRow(i, &live); }));
     }
     EXPECT_EQ(arena.size(), 10'000u);
     EXPECT_EQ(live, 10'000);
@@ -54,14 +54,15 @@ TEST(RowArena, AnErasedSlotIsTakenByTheNextRowAndOnlyLiveRowsAreDestroyed) {
     RowArena<CountedRow> arena;
     std::vector<CountedRow*> rows;
     for (int i = 0; i < 3'000; ++i) {
-      rows.push_back(&arena.Add(CountedRow(i, &live)));
+      rows.push_back(&arena.AddMade([&] { return CountedRow(i, &live); }));
     }
     arena.Erase(*rows[2'999]);
     arena.Erase(*rows[7]);
     EXPECT_EQ(live, 2'998);
     // Most recently erased first.
-    EXPECT_EQ(&arena.Add(CountedRow(-1, &live)), rows[7]);
-    EXPECT_EQ(&arena.Add(CountedRow(-2, &live)), rows[2'999]);
+    EXPECT_EQ(&arena.AddMade([&] { return CountedRow(-1, &live); }), rows[7]);
+    EXPECT_EQ(&arena.AddMade([&] { return CountedRow(-2, &live); }),
+              rows[2'999]);
     EXPECT_EQ(rows[7]->value, -1);
     EXPECT_EQ(arena.size(), 3'000u);
     arena.Erase(*rows[0]);

@@ -16,8 +16,9 @@ namespace sluice::memory {
 // Rows live in fixed-size chunks, so adding a row never moves another: hash
 // indexes can hold Row* and stay small, and growing a table never copies its
 // rows. Erasing a row destroys it at once (freeing what it owns: JSON,
-// strings) and puts its slot on a free list that the next Add takes first, so
-// a table's slots are bounded by its peak row count, not by its history.
+// strings) and puts its slot on a free list that the next AddMade takes
+// first, so a table's slots are bounded by its peak row count, not by its
+// history.
 // Chunks are kept until the arena is destroyed, even when empty: a table that
 // empties and refills (a run deleted, the next one inserted) then reuses
 // memory it has already touched instead of faulting in fresh pages.
@@ -40,12 +41,9 @@ class RowArena {
     }
   }
 
-  // Returns the new row; its address never changes while it exists.
-  Row& Add(Row&& row) {
-    return AddMade([&row] { return std::move(row); });
-  }
-  // Add of `make()`'s result, built in its slot: a row with many members
-  // (a run's or a task's record) is not moved there from a temporary.
+  // Adds `make()`'s result, built in its slot: a row with many members (a
+  // run's or a task's record) is not moved there from a temporary. Returns
+  // the new row; its address never changes while it exists.
   template <typename Make>
   Row& AddMade(Make make) {
     Slot* slot = TakeSlot();
@@ -54,7 +52,7 @@ class RowArena {
     return *added;
   }
 
-  // Destroys `row`. REQUIRES: `row` was returned by Add and not erased.
+  // Destroys `row`. REQUIRES: `row` was returned by AddMade and not erased.
   void Erase(Row& row) {
     // A union and its members are pointer-interconvertible.
     Slot* slot = reinterpret_cast<Slot*>(&row);
