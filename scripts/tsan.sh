@@ -35,13 +35,14 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DSLUICE_TSAN=ON -DSLUICE_TSAN_ABSL_PREFIX="$prefix" -DSLUICE_WERROR=ON \
   -DSLUICE_BUILD_BENCH=OFF "${launcher[@]}" >/dev/null
 cmake --build "$build" --target tsan_mutex_test conformance_test \
-  concurrent_calls_test engine_parts_test
+  concurrent_calls_test engine_parts_test memory_row_arena_test
 
 # CTest names parameterized tests "NAME/PARAM  # GetParam() = ...". Workers
 # and every-call-at-once on every local backend; the rest of the
-# conformance suite on memory and SQLite; the engine's threaded parts.
+# conformance suite on memory and SQLite; the engine's threaded parts; the
+# memory store's chunk reserve.
 # FaultInjection is left out: one thread, and the slowest test by far.
-default='/(memory|sqlite)(_with_events)?( |$)|^(EventPublisher|QueueSignals|TsanSeesAbslMutex)'
+default='/(memory|sqlite)(_with_events)?( |$)|^(EventPublisher|QueueSignals|TsanSeesAbslMutex|HugePages\.Threads)'
 regex=${1:-$default}
 exclude='^Backends/FaultInjection\.'
 unset SLUICE_TEST_POSTGRES_URL

@@ -3,7 +3,12 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <thread>
 #include <vector>
+
+#ifdef __linux__
+#include <sys/mman.h>
+#endif
 
 #include "gtest/gtest.h"
 #include "huge_pages.h"
@@ -86,6 +91,48 @@ TEST(HugePages, ASmallChunkIsWritable) {
   std::memset(chunk, 0xCD, 4096);
   EXPECT_EQ(chunk[4095], 0xCD);
   FreeChunk(chunk, 4096);
+}
+
+#ifdef __linux__
+// How many of the 4 KiB pages of [chunk, chunk + bytes) are resident.
+size_t ResidentPages(void* chunk, size_t bytes) {
+  std::vector<unsigned char> pages(bytes / 4096);
+  if (mincore(chunk, bytes, pages.data()) != 0) return 0;
+  size_t resident = 0;
+  for (unsigned char page : pages) resident += page & 1;
+  return resident;
+}
+
+TEST(HugePages, AChunkPreparedAheadComesFaultedIn) {
+  const size_t bytes = kHugePageBytes - 100;
+  // Taking a huge-page chunk asks for its replacement.
+  void* taken = AllocateChunk(bytes);
+  PrepareChunks();
+  void* next = AllocateChunk(bytes);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(next) % kHugePageBytes, 0u);
+  EXPECT_EQ(ResidentPages(next, kHugePageBytes), kHugePageBytes / 4096);
+  std::memset(next, 0xEF, bytes);
+  EXPECT_EQ(static_cast<unsigned char*>(next)[bytes - 1], 0xEF);
+  FreeChunk(next, bytes);
+  FreeChunk(taken, bytes);
+}
+#endif
+
+TEST(HugePages, ThreadsPrepareAndTakeChunksAtOnce) {
+  const size_t bytes = kHugePageBytes - 100;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([bytes, t] {
+      for (int i = 0; i < 8; ++i) {
+        PrepareChunks();
+        auto* chunk = static_cast<unsigned char*>(AllocateChunk(bytes));
+        std::memset(chunk, t, bytes);
+        EXPECT_EQ(chunk[bytes - 1], t);
+        FreeChunk(chunk, bytes);
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
 }
 
 }  // namespace

@@ -22,6 +22,16 @@ void* AllocateChunk(size_t bytes);
 // Frees memory from AllocateChunk(bytes), given the same `bytes`.
 void FreeChunk(void* memory, size_t bytes) noexcept;
 
+// Faults in, ahead of need, the huge-page chunks that AllocateChunk will hand
+// out next (Linux). Call it outside the store's lock: faulting a 2 MiB page
+// in means the kernel zeroes it, a few milliseconds on a VM, and under the
+// lock that stalls every worker (docs/decisions/0093). Does nothing until some
+// store has taken a huge-page chunk, and keeps at most kReadyChunks ready for
+// the whole process: chunks are interchangeable among arenas and stores.
+// Never throws; when the system is out of memory, AllocateChunk maps its own.
+void PrepareChunks() noexcept;
+inline constexpr int kReadyChunks = 2;
+
 }  // namespace sluice::memory
 
 #endif  // SLUICE_BACKENDS_MEMORY_HUGE_PAGES_H_

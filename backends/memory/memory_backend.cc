@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "huge_pages.h"
 #include "memory_state.h"
 #include "memory_transaction.h"
 
@@ -18,6 +19,9 @@ absl::StatusOr<std::unique_ptr<Transaction>> MemoryBackend::Begin() {
         "this thread already has an open memory transaction; commit or drop "
         "it before beginning another (waiting would deadlock)");
   }
+  // Before the lock: a growing store's next chunks are faulted in here, not
+  // while it holds every other transaction up.
+  memory::PrepareChunks();
   return std::make_unique<memory::MemoryTransaction>(*state_);
 }
 
