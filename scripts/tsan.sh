@@ -42,7 +42,7 @@ cmake --build "$build" --target tsan_mutex_test conformance_test \
 # conformance suite on memory and SQLite; the engine's threaded parts; the
 # memory store's chunk reserve.
 # FaultInjection is left out: one thread, and the slowest test by far.
-default='/(memory|sqlite)(_with_events)?( |$)|^(EventPublisher|QueueSignals|TsanSeesAbslMutex|HugePages\.Threads)'
+default='/(memory|sqlite)(_with_events)?( |$)|^(EventPublisher|QueueSignals|TsanSeesAbslMutex|HugePages\.)'
 regex=${1:-$default}
 exclude='^Backends/FaultInjection\.'
 unset SLUICE_TEST_POSTGRES_URL

@@ -119,10 +119,10 @@ TEST(HugePages, AChunkPreparedAheadComesFaultedIn) {
 #endif
 
 TEST(HugePages, ThreadsPrepareAndTakeChunksAtOnce) {
-  const size_t bytes = kHugePageBytes - 100;
+  constexpr size_t bytes = kHugePageBytes - 100;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
-    threads.emplace_back([bytes, t] {
+    threads.emplace_back([t] {
       for (int i = 0; i < 8; ++i) {
         PrepareChunks();
         auto* chunk = static_cast<unsigned char*>(AllocateChunk(bytes));
