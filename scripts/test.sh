@@ -54,12 +54,17 @@ fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
+failed_stages=()
 # Each stage's wall time, so that a slow CI run shows where the time went.
 stage() {
-  local name=$1 began=$SECONDS
+  local name=$1 began=$SECONDS code=0
   shift
-  "$@" || status=$?
+  "$@" || code=$?
   echo "test.sh: $name took $((SECONDS - began)) s"
+  if [ "$code" != 0 ]; then
+    status=$code
+    failed_stages+=("$name")
+  fi
 }
 echo "test.sh: bootstrap, build and Postgres took ${SECONDS} s"
 # A fresh build tree (CI's) has no test times yet, so CTest would start
@@ -75,5 +80,40 @@ stage ctest ctest --test-dir build/test --output-on-failure -j2
 stage fuzz ./scripts/fuzz.sh "${SLUICE_FUZZ_SECONDS:-15}"
 if [ "${SLUICE_TSAN:-1}" != 0 ]; then
   stage tsan ./scripts/tsan.sh
+fi
+# CI shows only the end of this output: name what failed there, and run the
+# failed tests once more, so that a flake is told from a steady failure (the
+# exit code stays the first run's).
+if [ ${#failed_stages[@]} -gt 0 ]; then
+  echo "test.sh: failed stages: ${failed_stages[*]}"
+  failed_log=build/test/Testing/Temporary/LastTestsFailed.log
+  if [[ " ${failed_stages[*]} " == *" ctest "* ]] && [ -f "$failed_log" ]; then
+    while IFS=: read -r _ name; do
+      echo "test.sh: failed: $name; from its first error, and its end:"
+      # Up to 50 lines from the first line that tells an error (else the
+      # last 40), and the last 10; LastTest.log holds every test's output.
+      awk -v name="$name" '
+        BEGIN { start = "Testing: " name }
+        substr($0, length($0) - length(start) + 1) == start { on = 1; n = 0 }
+        on { line[n++] = $0 }
+        on && index($0, "\"" name "\" end time") {
+          first = n > 40 ? n - 40 : 0  # no error line: the last 40
+          for (i = 0; i < n; i++) {
+            if (line[i] ~ /^(\[ RUN|\[       OK|Command:|Note:)/) continue
+            if (line[i] ~ /: Failure$|FAILED|ERROR|runtime error|terminate called|Segmentation|Timeout/) {
+              first = i
+              break
+            }
+          }
+          for (i = first; i < n && i < first + 50; i++) print line[i]
+          print "..."
+          for (i = (n - 10 > first + 50 ? n - 10 : first + 50); i < n; i++) print line[i]
+          on = 0
+        }' build/test/Testing/Temporary/LastTest.log
+    done <"$failed_log"
+    echo "test.sh: the failed tests once more:"
+    ctest --test-dir build/test --rerun-failed --output-on-failure 2>&1 |
+      tail -80 || true
+  fi
 fi
 exit "$status"
