@@ -86,6 +86,14 @@ fi
 # exit code stays the first run's).
 if [ ${#failed_stages[@]} -gt 0 ]; then
   echo "test.sh: failed stages: ${failed_stages[*]}"
+  if [[ " ${failed_stages[*]} " == *" fuzz "* ]]; then
+    # fuzz.sh stops at the first target that fails: its log is the newest.
+    fuzz_log=$(ls -t build/fuzz/*.log 2>/dev/null | head -1)
+    if [ -n "$fuzz_log" ]; then
+      echo "test.sh: the end of $fuzz_log:"
+      tail -30 "$fuzz_log"
+    fi
+  fi
   failed_log=build/test/Testing/Temporary/LastTestsFailed.log
   if [[ " ${failed_stages[*]} " == *" ctest "* ]] && [ -f "$failed_log" ]; then
     while IFS=: read -r _ name; do
