@@ -88,7 +88,7 @@ if [ ${#failed_stages[@]} -gt 0 ]; then
   echo "test.sh: failed stages: ${failed_stages[*]}"
   if [[ " ${failed_stages[*]} " == *" fuzz "* ]]; then
     # fuzz.sh stops at the first target that fails: its log is the newest.
-    fuzz_log=$(ls -t build/fuzz/*.log 2>/dev/null | head -1)
+    fuzz_log=$(ls -t build/fuzz/*.log 2>/dev/null | head -1 || true)
     if [ -n "$fuzz_log" ]; then
       echo "test.sh: the end of $fuzz_log:"
       tail -30 "$fuzz_log"
