@@ -28,10 +28,11 @@
 #include <string_view>
 
 #include "sluice/backend.h"
+#include "sluice/internal/stores_payload_copies.h"
 
 namespace sluice {
 
-class MemoryBackend : public Backend {
+class MemoryBackend : public Backend, public internal::StoresPayloadCopies {
  public:
   MemoryBackend();
   ~MemoryBackend() override;

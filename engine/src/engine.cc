@@ -18,6 +18,7 @@
 #include "sluice/internal/implicit_steps.h"
 #include "sluice/internal/one_trip_reads.h"
 #include "sluice/internal/status_macros.h"
+#include "sluice/internal/stores_payload_copies.h"
 #include "sluice/internal/strings.h"
 #include "write_batch.h"
 
@@ -60,7 +61,10 @@ std::string_view ToString(EventKind kind) {
 // --- Engine::Impl -----------------------------------------------------------
 
 Engine::Impl::Impl(Backend& backend, EngineOptions options)
-    : backend_(backend), options_(std::move(options)) {
+    : backend_(backend),
+      backend_stores_copies_(
+          dynamic_cast<internal::StoresPayloadCopies*>(&backend) != nullptr),
+      options_(std::move(options)) {
   if (options_.clock == nullptr) options_.clock = Clock::Real();
 }
 
@@ -385,7 +389,11 @@ absl::StatusOr<std::vector<RunId>> StartRunsOnce(
     // On any error, planned again in the transaction, which reports it.
     absl::StatusOr<std::unique_ptr<NewRuns>> early =
         PlanNewRuns(impl, *cached, inputs, settings, ids);
-    if (early.ok()) plan = *std::move(early);
+    if (early.ok()) {
+      plan = *std::move(early);
+      // Copied here, not in the transaction, where the store is locked.
+      if (impl.backend_stores_copies()) plan->writes.OwnLentInputs();
+    }
   }
   SLUICE_ASSIGN_OR_RETURN(std::unique_ptr<Transaction> tx, impl.Begin());
   // Resolved in the transaction that creates the runs: each pins the

@@ -82,6 +82,9 @@ class Engine::Impl {
   Impl(Backend& backend, EngineOptions options);
 
   Backend& backend() const { return backend_; }
+  // Whether the backend keeps what it is given by moving it into its store
+  // (sluice/internal/stores_payload_copies.h).
+  bool backend_stores_copies() const { return backend_stores_copies_; }
   const EngineOptions& options() const { return options_; }
   Clock& clock() const { return *options_.clock; }
   absl::Time Now() const { return options_.clock->Now(); }
@@ -192,6 +195,7 @@ class Engine::Impl {
 
  private:
   Backend& backend_;
+  bool backend_stores_copies_;
   EngineOptions options_;
   EventPublisher events_;
   QueueSignals signals_;

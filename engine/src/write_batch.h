@@ -48,6 +48,15 @@ class WriteBatch {
     new_runs_.push_back(std::move(run));
     new_run_inputs_.push_back(lent_input);
   }
+  // Copies each lent input into its run's record, for a backend that would
+  // copy it inside the transaction (internal/stores_payload_copies.h).
+  void OwnLentInputs() {
+    for (size_t i = 0; i < new_runs_.size(); ++i) {
+      if (new_run_inputs_[i] == nullptr) continue;
+      new_runs_[i].input = *new_run_inputs_[i];
+      new_run_inputs_[i] = nullptr;
+    }
+  }
   void InsertStepState(StepStateRecord s) {
     new_step_states_.push_back(std::move(s));
   }
