@@ -39,6 +39,12 @@
 // of row updates in the measured database that were HOT
 // (pg_stat_user_tables); a line before RESULT gives them per table.
 //
+// Memory W1 and SQLite W7 also measure the floor of the store's model, the
+// same rows with no engine (memory_floor.h, sqlite_map_floor.h), when the
+// baseline is on: floor_per_s, shared_floor_per_s and floor_ratio (W1 /
+// the owned floor) on memory; floor_ms and floor_ratio (the map's time /
+// the floor's) on SQLite.
+//
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
 // postgres_support.h), so the ratio survives a noisy machine. W4 to W7
@@ -64,9 +70,11 @@
 #include "depth_workload.h"
 #include "fanout_workload.h"
 #include "latency_workload.h"
+#include "memory_floor.h"
 #include "postgres_support.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
+#include "sqlite_map_floor.h"
 
 namespace sluice::bench {
 namespace {
@@ -307,6 +315,17 @@ int RunThroughput(const Options& options) {
   if (o.baseline.has_value()) {
     o.fields += absl::StrFormat(" baseline_per_s=%.0f", *o.baseline);
   }
+  if (w1 && options.baseline && BackendName(options.backend) == "memory") {
+    double owned = MemoryModelFloor(total_tasks, false);
+    double shared = MemoryModelFloor(total_tasks, true);
+    std::printf(
+        "model floor: the same rows with no engine, %.0f jobs/s with owned "
+        "payloads, %.0f with shared ones\n",
+        owned, shared);
+    o.fields += absl::StrFormat(
+        " floor_per_s=%.0f shared_floor_per_s=%.0f floor_ratio=%.3f", owned,
+        shared, *rate / owned);
+  }
   PrintResult(o);
   return 0;
 }
@@ -451,6 +470,19 @@ int RunMap(const Options& options) {
     if (!many.ok()) return Report(many.status());
     o.baseline = absl::ToDoubleMicroseconds(many->total) / n;
   }
+  std::string floor_fields;
+  if (options.baseline && BackendName(options.backend) == "sqlite") {
+    fresh = FreshUrl(options.backend, ".floor");
+    if (!fresh.ok()) return Report(fresh.status());
+    absl::StatusOr<absl::Duration> floor = SqliteMapRowsFloor(*fresh, n);
+    if (!floor.ok()) return Report(floor.status());
+    std::printf(
+        "rows floor: the same tasks and messages by plain SQL, %.1f ms\n",
+        absl::ToDoubleMilliseconds(*floor));
+    floor_fields = absl::StrFormat(" floor_ms=%.1f floor_ratio=%.3f",
+                                   absl::ToDoubleMilliseconds(*floor),
+                                   absl::FDivDuration(map->run.total, *floor));
+  }
   o.fields = absl::StrFormat(
       " elements=%d start_run_ms=%.1f per_element_us=%.1f "
       "enqueue_many_per_job_us=%.1f start_bytes_per_element=%.0f "
@@ -458,6 +490,7 @@ int RunMap(const Options& options) {
       n, absl::ToDoubleMilliseconds(map->start_run), o.value,
       o.baseline.value_or(0), map->start_peak_bytes_per_element,
       map->run_peak_bytes_per_element);
+  o.fields += floor_fields;
   PrintResult(o);
   return 0;
 }
