@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -25,7 +26,7 @@ struct CloseDb {
 };
 using Db = std::unique_ptr<sqlite3, CloseDb>;
 
-// One prepared statement; Bind* chain, Step runs one step.
+// One prepared statement: Int and Text bind and chain, Step runs one step.
 class Sql {
  public:
   static absl::StatusOr<Sql> Prepare(sqlite3* db, const char* text) {
@@ -138,67 +139,92 @@ absl::Status InsertChildren(sqlite3* db, int elements) {
   return Exec(db, "COMMIT");
 }
 
-// The claims and finishes, 100 children at a time; the number finished.
-absl::StatusOr<int> ClaimAndFinish(sqlite3* db) {
-  absl::StatusOr<Sql> choose = Sql::Prepare(
-      db,
-      "SELECT message_id FROM messages INDEXED BY messages_ready WHERE "
-      "queue_name = ?1 AND read_count = 0 AND visible_at <= enqueued_at "
-      "ORDER BY priority DESC, seq LIMIT ?2");
-  absl::StatusOr<Sql> hide = Sql::Prepare(
-      db,
-      "UPDATE messages SET read_count = read_count + 1, visible_at = ?2 "
-      "WHERE queue_name = ?1 AND message_id BETWEEN ?3 AND ?4");
-  absl::StatusOr<Sql> start = Sql::Prepare(
-      db,
-      "UPDATE tasks SET status = 'started', attempts = attempts + 1, "
-      "started_at = ?2, stall_at = ?3, worker_id = 'floor' WHERE "
-      "queue_name = ?1 AND message_id BETWEEN ?4 AND ?5");
-  absl::StatusOr<Sql> finish = Sql::Prepare(
-      db,
-      "UPDATE tasks SET status = 'completed', finished_at = ?2, stall_at = "
-      "NULL, output = '{\"n\":' || task_index || '}' WHERE queue_name = ?1 "
-      "AND message_id BETWEEN ?3 AND ?4");
-  absl::StatusOr<Sql> remove = Sql::Prepare(
-      db,
-      "DELETE FROM messages WHERE queue_name = ?1 AND message_id BETWEEN ?2 "
-      "AND ?3");
-  for (auto* sql : {&choose, &hide, &start, &finish, &remove}) {
-    if (!sql->ok()) return sql->status();
-  }
-  int finished = 0;
-  while (true) {
-    if (absl::Status s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
-    const int64_t now = NowMicros();
-    choose->Text(1, kQueue).Int(2, kBatch);
-    int64_t low = INT64_MAX, high = 0, count = 0;
-    while (choose->Step() == SQLITE_ROW) {
-      low = std::min(low, choose->Column(0));
-      high = std::max(high, choose->Column(0));
-      ++count;
-    }
-    choose->Reset();
-    if (count == 0) {
-      if (absl::Status s = Exec(db, "COMMIT"); !s.ok()) return s;
-      return finished;
-    }
-    if (high - low + 1 != count) {
-      return absl::InternalError("map floor: a claim's messages had a gap");
-    }
-    hide->Text(1, kQueue).Int(2, now + 60'000'000).Int(3, low).Int(4, high);
-    if (absl::Status s = Done(db, *hide); !s.ok()) return s;
-    start->Text(1, kQueue).Int(2, now).Int(3, now + 60'000'000);
-    start->Int(4, low).Int(5, high);
-    if (absl::Status s = Done(db, *start); !s.ok()) return s;
-    if (absl::Status s = Exec(db, "COMMIT"); !s.ok()) return s;
+// A batch's statements, one per table and phase, in kBatchSql's order.
+enum Phase { kChoose, kHide, kStart, kFinish, kRemove };
+constexpr const char* kBatchSql[] = {
+    "SELECT message_id FROM messages INDEXED BY messages_ready WHERE "
+    "queue_name = ?1 AND read_count = 0 AND visible_at <= enqueued_at "
+    "ORDER BY priority DESC, seq LIMIT ?2",
+    "UPDATE messages SET read_count = read_count + 1, visible_at = ?2 "
+    "WHERE queue_name = ?1 AND message_id BETWEEN ?3 AND ?4",
+    "UPDATE tasks SET status = 'started', attempts = attempts + 1, "
+    "started_at = ?2, stall_at = ?3, worker_id = 'floor' WHERE "
+    "queue_name = ?1 AND message_id BETWEEN ?4 AND ?5",
+    "UPDATE tasks SET status = 'completed', finished_at = ?2, stall_at = "
+    "NULL, output = '{\"n\":' || task_index || '}' WHERE queue_name = ?1 "
+    "AND message_id BETWEEN ?3 AND ?4",
+    "DELETE FROM messages WHERE queue_name = ?1 AND message_id BETWEEN ?2 "
+    "AND ?3",
+};
 
-    if (absl::Status s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
-    finish->Text(1, kQueue).Int(2, NowMicros()).Int(3, low).Int(4, high);
-    if (absl::Status s = Done(db, *finish); !s.ok()) return s;
-    remove->Text(1, kQueue).Int(2, low).Int(3, high);
-    if (absl::Status s = Done(db, *remove); !s.ok()) return s;
-    if (absl::Status s = Exec(db, "COMMIT"); !s.ok()) return s;
-    finished += static_cast<int>(count);
+absl::StatusOr<std::vector<Sql>> PrepareBatchSql(sqlite3* db) {
+  std::vector<Sql> prepared;
+  for (const char* text : kBatchSql) {
+    absl::StatusOr<Sql> sql = Sql::Prepare(db, text);
+    if (!sql.ok()) return sql.status();
+    prepared.push_back(std::move(*sql));
+  }
+  return prepared;
+}
+
+// The message ids a claim chose, [low, high]; empty (high < low) when
+// none was left. The map's messages were sent in claim order, so a batch
+// is a range.
+struct Claimed {
+  int64_t low = 1, high = 0;
+};
+
+// One claim's transaction: choose up to kBatch ready messages, hide them,
+// start their tasks.
+absl::StatusOr<Claimed> Claim(sqlite3* db, std::vector<Sql>& sql) {
+  if (absl::Status s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  const int64_t now = NowMicros();
+  const int64_t hidden_until = now + 60'000'000;
+  Sql& choose = sql[kChoose].Text(1, kQueue).Int(2, kBatch);
+  Claimed c{.low = INT64_MAX, .high = 0};
+  int64_t count = 0;
+  for (; choose.Step() == SQLITE_ROW; ++count) {
+    c.low = std::min(c.low, choose.Column(0));
+    c.high = std::max(c.high, choose.Column(0));
+  }
+  choose.Reset();
+  if (count == 0) c = Claimed{};
+  if (c.high - c.low + 1 != count) {
+    return absl::InternalError("map floor: a claim's messages had a gap");
+  }
+  if (count > 0) {
+    sql[kHide].Text(1, kQueue).Int(2, hidden_until).Int(3, c.low);
+    if (absl::Status s = Done(db, sql[kHide].Int(4, c.high)); !s.ok()) return s;
+    sql[kStart].Text(1, kQueue).Int(2, now).Int(3, hidden_until);
+    sql[kStart].Int(4, c.low).Int(5, c.high);
+    if (absl::Status s = Done(db, sql[kStart]); !s.ok()) return s;
+  }
+  if (absl::Status s = Exec(db, "COMMIT"); !s.ok()) return s;
+  return c;
+}
+
+// One finish's transaction: the claimed tasks completed with their
+// outputs, their messages deleted.
+absl::Status Finish(sqlite3* db, std::vector<Sql>& sql, const Claimed& c) {
+  if (absl::Status s = Exec(db, "BEGIN IMMEDIATE"); !s.ok()) return s;
+  sql[kFinish].Text(1, kQueue).Int(2, NowMicros()).Int(3, c.low);
+  if (absl::Status s = Done(db, sql[kFinish].Int(4, c.high)); !s.ok()) return s;
+  sql[kRemove].Text(1, kQueue).Int(2, c.low).Int(3, c.high);
+  if (absl::Status s = Done(db, sql[kRemove]); !s.ok()) return s;
+  return Exec(db, "COMMIT");
+}
+
+// The claims and finishes, kBatch children at a time; the number finished.
+absl::StatusOr<int64_t> ClaimAndFinish(sqlite3* db) {
+  absl::StatusOr<std::vector<Sql>> sql = PrepareBatchSql(db);
+  if (!sql.ok()) return sql.status();
+  int64_t finished = 0;
+  while (true) {
+    absl::StatusOr<Claimed> claimed = Claim(db, *sql);
+    if (!claimed.ok()) return claimed.status();
+    if (claimed->high < claimed->low) return finished;
+    if (absl::Status s = Finish(db, *sql, *claimed); !s.ok()) return s;
+    finished += claimed->high - claimed->low + 1;
   }
 }
 
@@ -211,7 +237,7 @@ absl::StatusOr<absl::Duration> SqliteMapRowsFloor(const std::string& url,
   if (!db.ok()) return db.status();
   const absl::Time start = absl::Now();
   if (absl::Status s = InsertChildren(db->get(), elements); !s.ok()) return s;
-  absl::StatusOr<int> finished = ClaimAndFinish(db->get());
+  absl::StatusOr<int64_t> finished = ClaimAndFinish(db->get());
   if (!finished.ok()) return finished.status();
   const absl::Duration took = absl::Now() - start;
   if (*finished != elements) {
