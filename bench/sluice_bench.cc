@@ -1,7 +1,8 @@
 // sluice-bench: end-to-end workloads through real workers.
 //
 //   sluice-bench --backend URL --workload W1|W2|W3|W4|W5|W6|W7
-//                [--no-baseline] [--runs N] [--w6-depth N] [--w7-elements N]
+//                [--no-baseline] [--floors] [--runs N] [--w6-depth N]
+//                [--w7-elements N]
 //
 // W1: enqueue and process 20,000 one-step jobs with one worker at
 //     concurrency 10 (enqueued in batches while the worker runs).
@@ -39,11 +40,14 @@
 // of row updates in the measured database that were HOT
 // (pg_stat_user_tables); a line before RESULT gives them per table.
 //
-// Memory W1 and SQLite W7 also measure the floor of the store's model, the
-// same rows with no engine (memory_floor.h, sqlite_map_floor.h), when the
-// baseline is on: floor_per_s, shared_floor_per_s and floor_ratio (W1 /
-// the owned floor) on memory; floor_ms and floor_ratio (the map's time /
-// the floor's) on SQLite.
+// With --floors, W1 on memory and Postgres and W7 on SQLite also measure
+// the floor of the store's model, the same rows with no engine
+// (memory_floor.h, postgres_floor.h, sqlite_map_floor.h), after the
+// workload:
+// floor_per_s, shared_floor_per_s and floor_ratio (W1 / the owned floor) on
+// memory; floor_wal_per_job and
+// floor_wal_per_job_without_task (Postgres W1); floor_ms and floor_ratio
+// (the map's time / the floor's) on SQLite.
 //
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
@@ -71,6 +75,7 @@
 #include "fanout_workload.h"
 #include "latency_workload.h"
 #include "memory_floor.h"
+#include "postgres_floor.h"
 #include "postgres_support.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
@@ -83,6 +88,7 @@ struct Options {
   std::string backend = "memory:";
   std::string workload = "W1";
   bool baseline = true;
+  bool floors = false;  // --floors: the model's floors too
   int concurrency = 10;
   int batch_size = 100;
   int runs = 0;  // W1 and W2; 0 for the workload's own number
@@ -249,6 +255,8 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
       }
     } else if (a == "--no-baseline") {
       o.baseline = false;
+    } else if (a == "--floors") {
+      o.floors = true;
     } else {
       return absl::InvalidArgumentError("unknown argument " + a);
     }
@@ -258,6 +266,15 @@ absl::StatusOr<Options> Parse(int argc, char** argv) {
       o.workload != "W7") {
     return absl::InvalidArgumentError(
         "--workload must be W1, W2, W3, W4, W5, W6 or W7");
+  }
+  const std::string backend = BackendName(o.backend);
+  const bool has_floor =
+      (o.workload == "W1" && (backend == "memory" || backend == "postgres")) ||
+      (o.workload == "W7" && backend == "sqlite");
+  if (o.floors && !has_floor) {
+    return absl::InvalidArgumentError(
+        "--floors measures W1 on memory: or Postgres and W7 on sqlite:, not " +
+        o.workload + " on " + backend);
   }
   return o;
 }
@@ -275,6 +292,43 @@ absl::StatusOr<double> Baseline(const std::string& url, int jobs,
 int Report(const absl::Status& status) {
   std::fprintf(stderr, "sluice-bench: %s\n", status.ToString().c_str());
   return 1;
+}
+
+// W1's floors, the same rows with no engine, as RESULT fields: in memory,
+// jobs/s with payloads owned and shared, and `rate` (W1's) over the owned
+// one; on Postgres, WAL a job with and without the task row. Nothing for
+// SQLite.
+absl::StatusOr<std::string> W1FloorFields(const Options& options, int jobs,
+                                          double rate) {
+  const std::string backend = BackendName(options.backend);
+  if (backend == "memory") {
+    double owned = MemoryModelFloor(jobs, false);
+    double shared = MemoryModelFloor(jobs, true);
+    std::printf(
+        "model floor: the same rows with no engine, %.0f jobs/s with owned "
+        "payloads, %.0f with shared ones\n",
+        owned, shared);
+    return absl::StrFormat(
+        " floor_per_s=%.0f shared_floor_per_s=%.0f floor_ratio=%.3f", owned,
+        shared, rate / owned);
+  }
+  if (backend != "postgres") return std::string();
+  double wal[2] = {0, 0};
+  for (bool with_tasks : {true, false}) {
+    absl::StatusOr<std::string> fresh =
+        FreshUrl(options.backend, with_tasks ? ".floor" : ".floor_runs");
+    if (!fresh.ok()) return fresh.status();
+    absl::StatusOr<double> bytes = PostgresW1Floor(*fresh, jobs, with_tasks);
+    if (!bytes.ok()) return bytes.status();
+    wal[with_tasks ? 0 : 1] = *bytes;
+  }
+  std::printf(
+      "rows floor: the same rows by plain SQL, WAL %.0f bytes/job (run, task, "
+      "message), %.0f (run and message only)\n",
+      wal[0], wal[1]);
+  return absl::StrFormat(
+      " floor_wal_per_job=%.0f floor_wal_per_job_without_task=%.0f", wal[0],
+      wal[1]);
 }
 
 int RunThroughput(const Options& options) {
@@ -315,16 +369,11 @@ int RunThroughput(const Options& options) {
   if (o.baseline.has_value()) {
     o.fields += absl::StrFormat(" baseline_per_s=%.0f", *o.baseline);
   }
-  if (w1 && options.baseline && BackendName(options.backend) == "memory") {
-    double owned = MemoryModelFloor(total_tasks, false);
-    double shared = MemoryModelFloor(total_tasks, true);
-    std::printf(
-        "model floor: the same rows with no engine, %.0f jobs/s with owned "
-        "payloads, %.0f with shared ones\n",
-        owned, shared);
-    o.fields += absl::StrFormat(
-        " floor_per_s=%.0f shared_floor_per_s=%.0f floor_ratio=%.3f", owned,
-        shared, *rate / owned);
+  if (w1 && options.floors) {
+    absl::StatusOr<std::string> floor =
+        W1FloorFields(options, total_tasks, *rate);
+    if (!floor.ok()) return Report(floor.status());
+    o.fields += *floor;
   }
   PrintResult(o);
   return 0;
@@ -471,7 +520,7 @@ int RunMap(const Options& options) {
     o.baseline = absl::ToDoubleMicroseconds(many->total) / n;
   }
   std::string floor_fields;
-  if (options.baseline && BackendName(options.backend) == "sqlite") {
+  if (options.floors && BackendName(options.backend) == "sqlite") {
     fresh = FreshUrl(options.backend, ".floor");
     if (!fresh.ok()) return Report(fresh.status());
     absl::StatusOr<absl::Duration> floor = SqliteMapRowsFloor(*fresh, n);
@@ -543,7 +592,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "sluice-bench: %s\nusage: sluice-bench --backend URL "
                  "--workload W1|W2|W3|W4|W5|W6|W7 [--no-baseline] "
-                 "[--runs N] [--w6-depth N] [--w7-elements N]\n",
+                 "[--floors] [--runs N] [--w6-depth N] [--w7-elements N]\n",
                  std::string(options.status().message()).c_str());
     return 2;
   }
