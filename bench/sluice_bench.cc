@@ -43,11 +43,10 @@
 // With --floors, W1 on memory and Postgres and W7 on SQLite also measure
 // the floor of the store's model, the same rows with no engine
 // (memory_floor.h, postgres_floor.h, sqlite_map_floor.h), after the
-// workload:
-// floor_per_s, shared_floor_per_s and floor_ratio (W1 / the owned floor) on
-// memory; floor_wal_per_job and
-// floor_wal_per_job_without_task (Postgres W1); floor_ms and floor_ratio
-// (the map's time / the floor's) on SQLite.
+// workload. Their fields: floor_per_s, shared_floor_per_s and floor_ratio
+// (W1 / the owned floor) on memory; floor_wal_per_job and
+// floor_wal_per_job_without_task on Postgres; floor_ms and floor_ratio (the
+// map's time / the floor's) on SQLite.
 //
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
