@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "pg_session.h"
+#include "pg_values.h"
 #include "postgres_support.h"
 #include "sluice/backends.h"
 #include "sluice/engine.h"
@@ -91,11 +93,9 @@ std::string FinishSql(bool with_tasks) {
 
 // The claimed ids of `claimed` as a bigint[] literal, "{1,2,3}".
 std::string IdArray(const postgres_internal::Result& claimed) {
-  std::string ids = "{";
-  for (int i = 0; i < claimed.rows(); ++i) {
-    absl::StrAppend(&ids, i > 0 ? "," : "", PQgetvalue(claimed.get(), i, 0));
-  }
-  return ids + "}";
+  postgres_internal::ArrayLiteral ids;
+  for (int i = 0; i < claimed.rows(); ++i) ids.Int(claimed.row(i).Int());
+  return std::move(ids).Take();
 }
 
 // Starts, claims and finishes every job; the number finished.

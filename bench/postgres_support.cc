@@ -4,9 +4,11 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/time/clock.h"
 #include "pg_session.h"
+#include "pg_values.h"
 #include "sluice/postgres.h"
 
 namespace sluice::bench {
@@ -91,12 +93,9 @@ absl::StatusOr<double> PostgresJobsBaseline(const std::string& url, int jobs) {
     if (!claimed.ok()) return claimed.status();
     int n = PQntuples(claimed->get());
     if (n == 0) break;
-    std::string ids = "{";
-    for (int i = 0; i < n; ++i) {
-      if (i > 0) ids += ",";
-      ids += PQgetvalue(claimed->get(), i, 0);
-    }
-    ids += "}";
+    postgres_internal::ArrayLiteral id_array;
+    for (int i = 0; i < n; ++i) id_array.Int(claimed->row(i).Int());
+    const std::string ids = std::move(id_array).Take();
     if (absl::Status s = Exec(db,
                               "UPDATE jobs SET status = 2, output = "
                               "payload WHERE id = ANY('" +

@@ -295,8 +295,8 @@ int Report(const absl::Status& status) {
 
 // W1's floors, the same rows with no engine, as RESULT fields: in memory,
 // jobs/s with payloads owned and shared, and `rate` (W1's) over the owned
-// one; on Postgres, WAL a job with and without the task row. Nothing for
-// SQLite.
+// one; on Postgres, WAL a job with and without the task row (Parse refuses
+// --floors for W1 on SQLite).
 absl::StatusOr<std::string> W1FloorFields(const Options& options, int jobs,
                                           double rate) {
   const std::string backend = BackendName(options.backend);
