@@ -2,10 +2,13 @@
 #include <string>
 #include <utility>
 
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/civil_time.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
 #include "pg_values.h"
+#include "sluice/ids.h"
 
 namespace sluice::testing {
 namespace {
@@ -65,17 +68,72 @@ TEST(PostgresValuesTest, FormatTimestamp_ParsesBackToTheSameTime) {
   }
 }
 
+// The calendar arithmetic by hand against absl's civil time, at noon and
+// just before midnight of every day from 1600 to 2500 and of every 97th
+// day across the four-digit years.
+TEST(PostgresValuesTest, FormatTimestamp_AgreesWithAbslOnEveryDay) {
+  const absl::Time first = Utc(1, 1, 1, 12, 0, 0, 0);
+  const absl::Time last = Utc(9999, 12, 31, 12, 0, 0, 0);
+  const absl::Time dense_from = Utc(1600, 1, 1, 12, 0, 0, 0);
+  const absl::Time dense_to = Utc(2500, 1, 1, 12, 0, 0, 0);
+  int checked = 0;
+  for (absl::Time noon = first; noon <= last;
+       noon +=
+       absl::Hours(24) * (noon >= dense_from && noon < dense_to ? 1 : 97)) {
+    for (absl::Time t :
+         {noon, noon + absl::Hours(12) - absl::Microseconds(1)}) {
+      const std::string text = FormatTimestamp(t);
+      const absl::CivilSecond c = absl::ToCivilSecond(t, absl::UTCTimeZone());
+      ASSERT_EQ(text, absl::StrFormat(
+                          "%04d-%02d-%02d %02d:%02d:%02d.%06d+00", c.year(),
+                          c.month(), c.day(), c.hour(), c.minute(), c.second(),
+                          absl::ToInt64Microseconds(
+                              t - absl::FromCivil(c, absl::UTCTimeZone()))));
+      absl::StatusOr<absl::Time> parsed = ParseTimestamp(text);
+      ASSERT_TRUE(parsed.ok()) << parsed.status();
+      ASSERT_EQ(*parsed, t) << text;
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 2 * 328'000);  // 1600-2500 alone is 328,718 days
+}
+
+TEST(PostgresValuesTest, ParseTimestamp_RefusesFieldsOutOfRange) {
+  for (const char* text :
+       {"2026-13-01 00:00:00+00", "2026-00-10 00:00:00+00",
+        "2026-01-32 00:00:00+00", "2026-01-01 24:00:00+00",
+        "2026-01-01 00:60:00+00", "2026-01-01 00:00:60+00",
+        "2026-01-01 -1:00:00+00", "300000-01-01 00:00:00+00"}) {
+    absl::StatusOr<absl::Time> parsed = ParseTimestamp(text);
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInternal) << text;
+    EXPECT_NE(parsed.status().message().find(text), std::string::npos);
+  }
+}
+
+TEST(PostgresValuesTest, ArrayLiteral_WritesRunIdsUnquoted) {
+  absl::StatusOr<RunId> id =
+      RunId::Parse("0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b");
+  ASSERT_TRUE(id.ok());
+  ArrayLiteral array;
+  array.RunId(*id).RunId(*id);
+  EXPECT_EQ(std::move(array).Take(),
+            "{0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b,"
+            "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b}");
+}
+
 TEST(PostgresValuesTest, ArrayLiteral_QuotesTextAndTimes) {
   ArrayLiteral array;
   array.Text("plain")
       .Text("a \"quoted\" back\\slash")
       .Time(Utc(2026, 12, 5, 1, 2, 3, 4))
       .Null()
+      .Text("")
+      .Text("\\")
       .Int(-7);
   std::string literal = std::move(array).Take();
   EXPECT_EQ(literal,
             "{\"plain\",\"a \\\"quoted\\\" back\\\\slash\","
-            "\"2026-12-05 01:02:03.000004+00\",NULL,-7}");
+            "\"2026-12-05 01:02:03.000004+00\",NULL,\"\",\"\\\\\",-7}");
 }
 
 }  // namespace

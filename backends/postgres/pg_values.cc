@@ -1,5 +1,6 @@
 #include "pg_values.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -33,6 +34,47 @@ bool TakeChar(std::string_view text, size_t* at, char expected) {
   return true;
 }
 
+constexpr int64_t kSecondsPerDay = 86'400;
+
+// Days since 1970-01-01 of a date in the proleptic Gregorian calendar, and
+// back, by the era arithmetic of 400-year cycles (146,097 days, each year
+// counted from March so that the leap day ends it). Every time a batch
+// writes or reads goes through these, and cctz's general civil-time
+// normalization took most of a time's conversion.
+int64_t DaysFromCivil(int64_t year, int64_t month, int64_t day) {
+  year -= month <= 2 ? 1 : 0;
+  const int64_t era = FloorDiv(year, 400);
+  const int64_t year_of_era = year - era * 400;  // [0, 399]
+  // [0, 365], from March 1
+  const int64_t day_of_year =
+      (153 * (month > 2 ? month - 3 : month + 9) + 2) / 5 + day - 1;
+  const int64_t day_of_era = year_of_era * 365 + year_of_era / 4 -
+                             year_of_era / 100 + day_of_year;  // [0, 146096]
+  return era * 146'097 + day_of_era - 719'468;  // 719,468: 0000-03-01 to 1970
+}
+
+struct CivilDate {
+  int64_t year;
+  int64_t month;  // 1 to 12
+  int64_t day;    // 1 to 31
+};
+
+CivilDate CivilFromDays(int64_t days) {
+  days += 719'468;
+  const int64_t era = FloorDiv(days, 146'097);
+  const int64_t day_of_era = days - era * 146'097;
+  const int64_t year_of_era = (day_of_era - day_of_era / 1460 +
+                               day_of_era / 36'524 - day_of_era / 146'096) /
+                              365;
+  const int64_t day_of_year =
+      day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+  const int64_t march_month = (5 * day_of_year + 2) / 153;  // March is 0
+  const int64_t month = march_month < 10 ? march_month + 3 : march_month - 9;
+  return {.year = year_of_era + era * 400 + (month <= 2 ? 1 : 0),
+          .month = month,
+          .day = day_of_year - (153 * march_month + 2) / 5 + 1};
+}
+
 absl::Status CorruptTime(std::string_view text) {
   return absl::InternalError(
       StrCat("postgres returned a time in an unexpected shape: \"", text,
@@ -40,18 +82,28 @@ absl::Status CorruptTime(std::string_view text) {
              "DateStyle=ISO)"));
 }
 
-// Appends `value` as a quoted array element, escaping \ and ".
+bool NeedsEscape(char c) { return c == '"' || c == '\\'; }
+
+// Appends `value` as a quoted array element, escaping \ and ". Every JSON
+// payload a batch writes passes here, and each has quotes: one pass counts
+// them, then the element is written in place. (string_view::find_first_of
+// called memchr once per character.)
 void AppendQuoted(std::string& out, std::string_view value) {
-  out.push_back('"');
-  if (value.find_first_of("\"\\") == std::string_view::npos) {
-    out.append(value);  // the usual case: nothing to escape
+  size_t escapes = 0;
+  for (char c : value) escapes += NeedsEscape(c) ? 1 : 0;
+  const size_t at = out.size();
+  out.resize(at + value.size() + escapes + 2);
+  char* to = out.data() + at;
+  *to++ = '"';
+  if (escapes == 0) {
+    to = std::copy(value.begin(), value.end(), to);
   } else {
     for (char c : value) {
-      if (c == '"' || c == '\\') out.push_back('\\');
-      out.push_back(c);
+      if (NeedsEscape(c)) *to++ = '\\';
+      *to++ = c;
     }
   }
-  out.push_back('"');
+  *to = '"';
 }
 
 // Writes `value` (>= 0) as exactly `width` digits, zero-padded.
@@ -73,29 +125,34 @@ void AppendTimestamp(std::string& out, absl::Time time) {
   const int64_t micros = absl::ToUnixMicros(time);
   const int64_t seconds = FloorDiv(micros, kMicrosPerSecond);
   const int64_t fraction = micros - seconds * kMicrosPerSecond;
-  absl::CivilSecond civil =
-      absl::ToCivilSecond(absl::FromUnixSeconds(seconds), absl::UTCTimeZone());
+  const int64_t days = FloorDiv(seconds, kSecondsPerDay);
+  const int64_t of_day = seconds - days * kSecondsPerDay;
+  const CivilDate date = CivilFromDays(days);
+  const int64_t hour = of_day / 3600, minute = of_day / 60 % 60,
+                second = of_day % 60;
   char text[64];
-  if (civil.year() < 0 || civil.year() > 9999) {  // outside the fixed shape
-    std::snprintf(text, sizeof(text),
-                  "%04lld-%02d-%02d %02d:%02d:%02d.%06lld+00",
-                  static_cast<long long>(civil.year()), civil.month(),
-                  civil.day(), civil.hour(), civil.minute(), civil.second(),
-                  static_cast<long long>(fraction));
+  if (date.year < 0 || date.year > 9999) {  // outside the fixed shape
+    std::snprintf(
+        text, sizeof(text),
+        "%04lld-%02lld-%02lld %02lld:%02lld:%02lld.%06lld+00",
+        static_cast<long long>(date.year), static_cast<long long>(date.month),
+        static_cast<long long>(date.day), static_cast<long long>(hour),
+        static_cast<long long>(minute), static_cast<long long>(second),
+        static_cast<long long>(fraction));
     out.append(text);
     return;
   }
-  char* at = PutDigits(text, civil.year(), 4);
+  char* at = PutDigits(text, date.year, 4);
   *at++ = '-';
-  at = PutDigits(at, civil.month(), 2);
+  at = PutDigits(at, date.month, 2);
   *at++ = '-';
-  at = PutDigits(at, civil.day(), 2);
+  at = PutDigits(at, date.day, 2);
   *at++ = ' ';
-  at = PutDigits(at, civil.hour(), 2);
+  at = PutDigits(at, hour, 2);
   *at++ = ':';
-  at = PutDigits(at, civil.minute(), 2);
+  at = PutDigits(at, minute, 2);
   *at++ = ':';
-  at = PutDigits(at, civil.second(), 2);
+  at = PutDigits(at, second, 2);
   *at++ = '.';
   at = PutDigits(at, fraction, 6);
   out.append(text, at).append("+00");
@@ -138,10 +195,16 @@ absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text) {
     for (size_t i = digits; i < 6; ++i) micros *= 10;
   }
   if (text.substr(at) != "+00") return CorruptTime(text);
-  absl::Time whole =
-      absl::FromCivil(absl::CivilSecond(year, month, day, hour, minute, second),
-                      absl::UTCTimeZone());
-  return whole + absl::Microseconds(micros);
+  // Postgres writes each field in its range, and years up to 294,276 (so
+  // the microseconds below fit); anything else is not its text.
+  if (year > 294'276 || month < 1 || month > 12 || day < 1 || day > 31 ||
+      hour < 0 || hour > 23 || minute < 0 || minute > 59 || second < 0 ||
+      second > 59) {
+    return CorruptTime(text);
+  }
+  const int64_t seconds = DaysFromCivil(year, month, day) * kSecondsPerDay +
+                          hour * 3600 + minute * 60 + second;
+  return absl::FromUnixMicros(seconds * kMicrosPerSecond + micros);
 }
 
 // --- ArrayLiteral -----------------------------------------------------------
@@ -197,7 +260,9 @@ ArrayLiteral& ArrayLiteral::OptionalTime(std::optional<absl::Time> value) {
 }
 
 ArrayLiteral& ArrayLiteral::RunId(const sluice::RunId& value) {
-  return Text(value.ToString());
+  Separate();
+  text_.append(value.ToString());  // hexadecimal digits and dashes: unquoted
+  return *this;
 }
 
 ArrayLiteral& ArrayLiteral::Json(const sluice::Json& value) {
