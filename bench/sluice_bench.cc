@@ -44,9 +44,10 @@
 // the floor of the store's model, the same rows with no engine
 // (memory_floor.h, postgres_floor.h, sqlite_map_floor.h), after the
 // workload. Their fields: floor_per_s, shared_floor_per_s and floor_ratio
-// (W1 / the owned floor) on memory; floor_wal_per_job and
-// floor_wal_per_job_without_task on Postgres; floor_ms and floor_ratio (the
-// map's time / the floor's) on SQLite.
+// (W1 / the owned floor) on memory; floor_per_s, floor_ratio (W1 / the
+// floor), floor_wal_per_job and the same two without the task row
+// (floor_without_task_per_s, floor_wal_per_job_without_task) on Postgres;
+// floor_ms and floor_ratio (the map's time / the floor's) on SQLite.
 //
 // The baseline, measured in the same process just before, is the simplest
 // loop that does the same job on the same storage (see baseline.h and
@@ -295,8 +296,8 @@ int Report(const absl::Status& status) {
 
 // W1's floors, the same rows with no engine, as RESULT fields: in memory,
 // jobs/s with payloads owned and shared, and `rate` (W1's) over the owned
-// one; on Postgres, WAL a job with and without the task row (Parse refuses
-// --floors for W1 on SQLite).
+// one; on Postgres, jobs/s and WAL a job with and without the task row, and
+// `rate` over the first (Parse refuses --floors for W1 on SQLite).
 absl::StatusOr<std::string> W1FloorFields(const Options& options, int jobs,
                                           double rate) {
   const std::string backend = BackendName(options.backend);
@@ -312,22 +313,27 @@ absl::StatusOr<std::string> W1FloorFields(const Options& options, int jobs,
         shared, rate / owned);
   }
   if (backend != "postgres") return std::string();
-  double wal[2] = {0, 0};
+  PostgresFloor floors[2];  // with the task row, then without
   for (bool with_tasks : {true, false}) {
     absl::StatusOr<std::string> fresh =
         FreshUrl(options.backend, with_tasks ? ".floor" : ".floor_runs");
     if (!fresh.ok()) return fresh.status();
-    absl::StatusOr<double> bytes = PostgresW1Floor(*fresh, jobs, with_tasks);
-    if (!bytes.ok()) return bytes.status();
-    wal[with_tasks ? 0 : 1] = *bytes;
+    absl::StatusOr<PostgresFloor> floor =
+        PostgresW1Floor(*fresh, jobs, with_tasks);
+    if (!floor.ok()) return floor.status();
+    floors[with_tasks ? 0 : 1] = *floor;
   }
   std::printf(
-      "rows floor: the same rows by plain SQL, WAL %.0f bytes/job (run, task, "
-      "message), %.0f (run and message only)\n",
-      wal[0], wal[1]);
+      "rows floor: the same rows by plain SQL on three connections, %.0f "
+      "jobs/s and WAL %.0f bytes/job (run, task, message); %.0f jobs/s and "
+      "%.0f bytes/job (run and message only)\n",
+      floors[0].jobs_per_s, floors[0].wal_per_job, floors[1].jobs_per_s,
+      floors[1].wal_per_job);
   return absl::StrFormat(
-      " floor_wal_per_job=%.0f floor_wal_per_job_without_task=%.0f", wal[0],
-      wal[1]);
+      " floor_per_s=%.0f floor_ratio=%.3f floor_wal_per_job=%.0f "
+      "floor_without_task_per_s=%.0f floor_wal_per_job_without_task=%.0f",
+      floors[0].jobs_per_s, rate / floors[0].jobs_per_s, floors[0].wal_per_job,
+      floors[1].jobs_per_s, floors[1].wal_per_job);
 }
 
 int RunThroughput(const Options& options) {

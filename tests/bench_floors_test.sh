@@ -39,7 +39,9 @@ rm -f "$work"/w7.db*
 if [[ -n ${SLUICE_TEST_POSTGRES_URL:-} ]]; then
   out=$("$bench" --backend "$SLUICE_TEST_POSTGRES_URL" --workload W1 \
     --runs 300 --no-baseline --floors)
+  positive_field "$out" floor_per_s
   positive_field "$out" floor_wal_per_job
+  positive_field "$out" floor_without_task_per_s
   positive_field "$out" floor_wal_per_job_without_task
 else
   echo "bench_floors_test: no SLUICE_TEST_POSTGRES_URL, Postgres's floor not run"
