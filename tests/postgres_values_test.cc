@@ -121,6 +121,38 @@ TEST(PostgresValuesTest, ArrayLiteral_WritesRunIdsUnquoted) {
             "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b}");
 }
 
+// The bytes of array_recv's format: dimensions, has-nulls flag, element
+// type; the dimension's size and lower bound; each element's length and
+// bytes (-1 for NULL), all big-endian.
+TEST(PostgresValuesTest, ArrayLiteral_BinaryWritesArrayRecvsFormat) {
+  ArrayLiteral ints(postgres_internal::ElementType::kInt4);
+  ints.Int(-2).Null();
+  EXPECT_TRUE(ints.binary());
+  EXPECT_EQ(std::move(ints).Take(),
+            std::string("\0\0\0\1"    // one dimension
+                        "\0\0\0\1"    // with a NULL
+                        "\0\0\0\x17"  // int4
+                        "\0\0\0\2"    // two elements
+                        "\0\0\0\1"    // from 1
+                        "\0\0\0\4\xff\xff\xff\xfe"
+                        "\xff\xff\xff\xff",
+                        32));
+
+  ArrayLiteral times(postgres_internal::ElementType::kTimestamptz);
+  times.Time(Utc(2000, 1, 1, 0, 0, 1, 2)).Time(absl::InfiniteFuture());
+  const std::string bytes = std::move(times).Take();
+  ASSERT_EQ(bytes.size(), 20u + 2 * 12);
+  EXPECT_EQ(bytes.substr(8, 4), std::string("\0\0\x04\xa0", 4));  // 1184
+  // 1,000,002 microseconds after Postgres's epoch, then infinity.
+  EXPECT_EQ(bytes.substr(24, 8), std::string("\0\0\0\0\0\x0f\x42\x42", 8));
+  EXPECT_EQ(bytes.substr(36, 8),
+            std::string("\x7f\xff\xff\xff\xff\xff\xff\xff", 8));
+
+  ArrayLiteral ids(postgres_internal::ElementType::kUuid);
+  EXPECT_EQ(std::move(ids).Take(),
+            std::string("\0\0\0\0\0\0\0\0\0\0\x0b\x86", 12));  // empty
+}
+
 TEST(PostgresValuesTest, ArrayLiteral_QuotesTextAndTimes) {
   ArrayLiteral array;
   array.Text("plain")

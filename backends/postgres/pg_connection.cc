@@ -149,8 +149,8 @@ void Connection::Send(std::string_view sql, const Params& params,
     // The unnamed statement: parsed and planned each time, but nothing is
     // left in the host's session.
     if (PQsendQueryParams(handle(), std::string(sql).c_str(), params.size(),
-                          nullptr, params.Pointers(), nullptr, nullptr,
-                          0) != 1) {
+                          nullptr, params.Pointers(), params.Lengths(),
+                          params.Formats(), 0) != 1) {
       MarkBroken(context.operation);
       return;
     }
@@ -162,7 +162,8 @@ void Connection::Send(std::string_view sql, const Params& params,
   const std::string& name = PreparedName(sql, context);
   if (broken_) return;
   if (PQsendQueryPrepared(handle(), name.c_str(), params.size(),
-                          params.Pointers(), nullptr, nullptr, 0) != 1) {
+                          params.Pointers(), params.Lengths(), params.Formats(),
+                          0) != 1) {
     MarkBroken(context.operation);
     return;
   }

@@ -17,7 +17,9 @@ namespace {
 // body text[] and priority[]. True if a message is visible by `now`.
 bool AddMessageColumns(std::span<const OutgoingMessage> messages,
                        absl::Time now, Params& params) {
-  ArrayLiteral visible, bodies, priorities;
+  // Binary, as pg_queue_sql.cc's Send casts them.
+  ArrayLiteral visible(ElementType::kTimestamptz), bodies(ElementType::kText),
+      priorities(ElementType::kInt4);
   bool visible_now = false;
   for (const OutgoingMessage& message : messages) {
     visible.Time(message.visible_at);

@@ -252,8 +252,11 @@ absl::Status PgTables::InsertRuns(std::span<const RunRecord> runs,
                                   std::span<const Json* const> run_inputs) {
   if (runs.empty()) return absl::OkStatus();
   for (const RunRecord& run : runs) runs_inserted_.insert(run.run_id);
-  ArrayLiteral ids, flows, statuses, remaining, errors, started, finished,
-      inputs, outputs, priorities, keys, metadata, options, cancels;
+  using enum ElementType;  // each as kInsertRuns casts it
+  ArrayLiteral ids(kUuid), flows(kText), statuses(kText), remaining(kInt4),
+      errors(kText), started(kTimestamptz), finished(kTimestamptz),
+      inputs(kJson), outputs(kJson), priorities(kInt4), keys(kText),
+      metadata(kJson), options(kJson), cancels(kBool);
   for (size_t i = 0; i < runs.size(); ++i) {
     const RunRecord& run = runs[i];
     priorities.Int(run.priority);
@@ -435,7 +438,10 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
   constexpr std::string_view kOperation = "DeleteRuns";
   if (run_ids.empty()) return 0;
   for (const RunId& run_id : run_ids) runs_inserted_.erase(run_id);
-  const std::string ids = RunIdArray(run_ids).Take();
+  // One text literal, bound as text to each statement below.
+  ArrayLiteral literal;
+  for (const RunId& run_id : run_ids) literal.RunId(run_id);
+  const std::string ids = std::move(literal).Take();
   Send(sql::kLockRunsToDelete, Params().Text(ids), kOperation);
   SLUICE_ASSIGN_OR_RETURN(
       Result queues, Query(sql::kQueuesOfRuns, Params().Text(ids), kOperation));

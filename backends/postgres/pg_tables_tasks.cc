@@ -77,9 +77,13 @@ absl::Status PgTables::InsertTasks(std::span<const TaskRecord> tasks) {
 }
 
 Params PgTables::TaskColumns(std::span<const TaskRecord> tasks) {
-  ArrayLiteral ids, steps, indexes, flows, statuses, attempts, errors, queues,
-      messages, queued, started, finished, stalls, requeued, workers, inputs,
-      outputs, budgets, cancels, options;
+  using enum ElementType;  // each as kInsertTasksTail casts it
+  ArrayLiteral ids(kUuid), steps(kInt4), indexes(kInt4), flows(kText),
+      statuses(kText), attempts(kInt4), errors(kText), queues(kText),
+      messages(kInt8), queued(kTimestamptz), started(kTimestamptz),
+      finished(kTimestamptz), stalls(kTimestamptz), requeued(kInt4),
+      workers(kText), inputs(kJson), outputs(kJson), budgets(kInt4),
+      cancels(kBool), options(kJson);
   for (const TaskRecord& task : tasks) {
     budgets.Int(task.budget_start);
     cancels.Bool(task.cancel_requested);
@@ -186,9 +190,13 @@ absl::StatusOr<std::vector<bool>> PgTables::UpdateTasksWith(
         ReadRunsWithSteps(reads->run_ids, reads->lock, reads->fields));
   }
   for (const UpdateGroup& group : groups) {
-    ArrayLiteral ids, steps, indexes, statuses, attempts, errors, started,
-        finished, stalls, requeued, workers, outputs, expected_statuses,
-        expected_attempts, budgets, cancels, message_ids, expected_cancels;
+    using enum ElementType;  // each as kUpdateTasksInput casts it
+    ArrayLiteral ids(kUuid), steps(kInt4), indexes(kInt4), statuses(kText),
+        attempts(kInt4), errors(kText), started(kTimestamptz),
+        finished(kTimestamptz), stalls(kTimestamptz), requeued(kInt4),
+        workers(kText), outputs(kJson), expected_statuses(kText),
+        expected_attempts(kInt4), budgets(kInt4), cancels(kBool),
+        message_ids(kInt8), expected_cancels(kBool);
     for (size_t i : group.positions) {
       const TaskRecord& task = updates[i].task;
       message_ids.Int(task.message_id);

@@ -33,7 +33,10 @@ class RunUpdateColumns {
   }
 
  private:
-  ArrayLiteral ids_, statuses_, errors_, finished_, outputs_, cancels_;
+  // Binary, each as kUpdateRuns and kUpdateRunsAndCounters cast it.
+  ArrayLiteral ids_{ElementType::kUuid}, statuses_{ElementType::kText},
+      errors_{ElementType::kText}, finished_{ElementType::kTimestamptz},
+      outputs_{ElementType::kJson}, cancels_{ElementType::kBool};
 };
 
 // $1 run id, $2 step index, $3 status, $4 initial_tasks, $5 error,

@@ -1,7 +1,9 @@
 #include "pg_values.h"
 
 #include <algorithm>
+#include <cassert>
 #include <charconv>
+#include <cstdint>
 #include <cstdio>
 
 #include "sluice/internal/strings.h"
@@ -209,30 +211,73 @@ absl::StatusOr<absl::Time> ParseTimestamp(std::string_view text) {
 
 // --- ArrayLiteral -----------------------------------------------------------
 
+namespace {
+
+// Microseconds between the Unix epoch and Postgres's, 2000-01-01 UTC.
+constexpr int64_t kPostgresEpochMicros = 946'684'800'000'000;
+
+// Writes into `at` the low `bytes` bytes of `value`, most significant first.
+char* PutBigEndian(char* at, uint64_t value, int bytes) {
+  for (int i = bytes - 1; i >= 0; --i, value >>= 8) {
+    at[i] = static_cast<char>(value & 0xFF);
+  }
+  return at + bytes;
+}
+
+void AppendBigEndian(std::string& out, uint64_t value, int bytes) {
+  char buffer[8];
+  out.append(buffer, PutBigEndian(buffer, value, bytes));
+}
+
+}  // namespace
+
+ArrayLiteral::ArrayLiteral(ElementType type) : type_(type), text_() {}
+
 void ArrayLiteral::Separate() {
   if (text_.size() > 1) text_.push_back(',');
 }
 
+void ArrayLiteral::StartElement(int32_t length,
+                                std::initializer_list<ElementType> types) {
+  assert(std::find(types.begin(), types.end(), *type_) != types.end());
+  (void)types;
+  ++count_;
+  AppendBigEndian(text_, static_cast<uint32_t>(length), 4);
+}
+
 ArrayLiteral& ArrayLiteral::Text(std::string_view value) {
+  if (binary()) {
+    StartElement(static_cast<int32_t>(value.size()),
+                 {ElementType::kText, ElementType::kJson});
+    text_.append(value);
+    return *this;
+  }
   Separate();
   AppendQuoted(text_, value);
   return *this;
 }
 
 ArrayLiteral& ArrayLiteral::Int(int64_t value) {
+  if (binary()) {
+    const int bytes = *type_ == ElementType::kInt4 ? 4 : 8;
+    assert(bytes == 8 || (value >= INT32_MIN && value <= INT32_MAX));
+    StartElement(bytes, {ElementType::kInt4, ElementType::kInt8});
+    AppendBigEndian(text_, static_cast<uint64_t>(value), bytes);
+    return *this;
+  }
   Separate();
   StrAppend(&text_, value);
   return *this;
 }
 
 ArrayLiteral IntArray(std::span<const int64_t> values) {
-  ArrayLiteral array;
+  ArrayLiteral array(ElementType::kInt8);
   for (int64_t value : values) array.Int(value);
   return array;
 }
 
 ArrayLiteral RunIdArray(std::span<const sluice::RunId> run_ids) {
-  ArrayLiteral array;
+  ArrayLiteral array(ElementType::kUuid);
   for (const sluice::RunId& run_id : run_ids) array.RunId(run_id);
   return array;
 }
@@ -242,12 +287,30 @@ ArrayLiteral& ArrayLiteral::OptionalInt(std::optional<int64_t> value) {
 }
 
 ArrayLiteral& ArrayLiteral::Bool(bool value) {
+  if (binary()) {
+    StartElement(1, {ElementType::kBool});
+    text_.push_back(value ? 1 : 0);
+    return *this;
+  }
   Separate();
   text_.push_back(value ? 't' : 'f');
   return *this;
 }
 
 ArrayLiteral& ArrayLiteral::Time(absl::Time value) {
+  if (binary()) {
+    // Postgres's infinities are the extreme values; a finite time is
+    // microseconds from its epoch, the finer part dropped as FormatTimestamp
+    // drops it.
+    const int64_t micros =
+        value == absl::InfiniteFuture() ? INT64_MAX
+        : value == absl::InfinitePast()
+            ? INT64_MIN
+            : absl::ToUnixMicros(value) - kPostgresEpochMicros;
+    StartElement(8, {ElementType::kTimestamptz});
+    AppendBigEndian(text_, static_cast<uint64_t>(micros), 8);
+    return *this;
+  }
   Separate();
   text_.push_back('"');  // a timestamp has nothing to escape
   AppendTimestamp(text_, value);
@@ -260,6 +323,12 @@ ArrayLiteral& ArrayLiteral::OptionalTime(std::optional<absl::Time> value) {
 }
 
 ArrayLiteral& ArrayLiteral::RunId(const sluice::RunId& value) {
+  if (binary()) {
+    StartElement(16, {ElementType::kUuid});
+    AppendBigEndian(text_, value.high(), 8);
+    AppendBigEndian(text_, value.low(), 8);
+    return *this;
+  }
   Separate();
   text_.append(value.ToString());  // hexadecimal digits and dashes: unquoted
   return *this;
@@ -275,14 +344,35 @@ ArrayLiteral& ArrayLiteral::OptionalJson(
 }
 
 ArrayLiteral& ArrayLiteral::Null() {
+  if (binary()) {
+    ++count_;
+    has_null_ = true;
+    AppendBigEndian(text_, static_cast<uint32_t>(-1), 4);
+    return *this;
+  }
   Separate();
   text_ += "NULL";
   return *this;
 }
 
 std::string ArrayLiteral::Take() && {
-  text_.push_back('}');
-  return std::move(text_);
+  if (!binary()) {
+    text_.push_back('}');
+    return std::move(text_);
+  }
+  // array_recv's header: dimensions, a has-nulls flag and the element type,
+  // then each dimension's size and lower bound; no dimension when empty.
+  std::string out;
+  out.reserve(20 + text_.size());
+  AppendBigEndian(out, count_ > 0 ? 1 : 0, 4);
+  AppendBigEndian(out, has_null_ ? 1 : 0, 4);
+  AppendBigEndian(out, static_cast<uint32_t>(*type_), 4);
+  if (count_ > 0) {
+    AppendBigEndian(out, static_cast<uint32_t>(count_), 4);
+    AppendBigEndian(out, 1, 4);
+  }
+  out.append(text_);
+  return out;
 }
 
 // --- Params -----------------------------------------------------------------
@@ -290,6 +380,7 @@ std::string ArrayLiteral::Take() && {
 Params& Params::Text(std::string_view value) {
   values_.emplace_back(value);
   is_null_.push_back(false);
+  formats_.push_back(0);
   return *this;
 }
 
@@ -314,14 +405,17 @@ Params& Params::OptionalJson(const std::optional<sluice::Json>& value) {
 }
 
 Params& Params::Array(ArrayLiteral&& array) {
+  const bool binary = array.binary();
   values_.push_back(std::move(array).Take());
   is_null_.push_back(false);
+  formats_.push_back(binary ? 1 : 0);
   return *this;
 }
 
 Params& Params::Null() {
   values_.emplace_back();
   is_null_.push_back(true);
+  formats_.push_back(0);
   return *this;
 }
 
@@ -331,6 +425,14 @@ const char* const* Params::Pointers() const {
     pointers_[i] = is_null_[i] ? nullptr : values_[i].c_str();
   }
   return pointers_.data();
+}
+
+const int* Params::Lengths() const {
+  lengths_.resize(values_.size());
+  for (size_t i = 0; i < values_.size(); ++i) {
+    lengths_[i] = static_cast<int>(values_[i].size());
+  }
+  return lengths_.data();
 }
 
 // --- Row --------------------------------------------------------------------
