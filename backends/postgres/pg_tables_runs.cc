@@ -474,8 +474,11 @@ absl::StatusOr<int> PgTables::DeleteRuns(std::span<const RunId> run_ids) {
 absl::Status PgTables::InsertStepStates(
     std::span<const StepStateRecord> states) {
   if (states.empty()) return absl::OkStatus();
-  ArrayLiteral ids, steps, slugs, statuses, deps, initial, remaining, errors,
-      skip_reasons, started, finished, outputs;
+  using enum ElementType;  // each as kInsertStepStates casts it
+  ArrayLiteral ids(kUuid), steps(kInt4), slugs(kText), statuses(kText),
+      deps(kInt4), initial(kInt4), remaining(kInt4), errors(kText),
+      skip_reasons(kText), started(kTimestamptz), finished(kTimestamptz),
+      outputs(kJson);
   for (const StepStateRecord& state : states) {
     ids.RunId(state.run_id);
     steps.Int(state.step_index);

@@ -65,8 +65,13 @@ class StepStateUpdateColumns {
   }
 
  private:
-  ArrayLiteral ids_, steps_, statuses_, initial_, errors_, skip_reasons_,
-      started_, finished_, outputs_;
+  // Binary, each as kUpdateStepStates and kUpdateStepStatesAndCounters
+  // cast it.
+  ArrayLiteral ids_{ElementType::kUuid}, steps_{ElementType::kInt4},
+      statuses_{ElementType::kText}, initial_{ElementType::kInt4},
+      errors_{ElementType::kText}, skip_reasons_{ElementType::kText},
+      started_{ElementType::kTimestamptz}, finished_{ElementType::kTimestamptz},
+      outputs_{ElementType::kJson};
 };
 
 }  // namespace sluice::postgres_internal
