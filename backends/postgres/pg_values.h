@@ -9,7 +9,9 @@
 // uuid in canonical text. JSON payloads are `json` columns (kept byte for
 // byte, so key order and scalars round-trip); absent is SQL NULL, JSON null
 // is the text 'null'. Enums are their ToString() names. A batch binds one
-// array parameter per column ("{...}" literals) read with unnest().
+// array parameter per column, read with unnest(): a "{...}" literal, or in
+// binary, where a time is microseconds since 2000-01-01 UTC (exact too) and
+// a run id its 16 bytes.
 #ifndef SLUICE_BACKENDS_POSTGRES_PG_VALUES_H_
 #define SLUICE_BACKENDS_POSTGRES_PG_VALUES_H_
 
