@@ -231,7 +231,13 @@ void AppendBigEndian(std::string& out, uint64_t value, int bytes) {
 
 }  // namespace
 
-ArrayLiteral::ArrayLiteral(ElementType type) : type_(type), text_() {}
+// array_recv's header: dimensions, a has-nulls flag, the element type, then
+// the dimension's size and lower bound. Reserved here and filled by Take, so
+// the elements are written once, after it.
+constexpr size_t kBinaryHeader = 20;
+
+ArrayLiteral::ArrayLiteral(ElementType type)
+    : type_(type), text_(kBinaryHeader, '\0') {}
 
 void ArrayLiteral::Separate() {
   if (text_.size() > 1) text_.push_back(',');
@@ -360,19 +366,17 @@ std::string ArrayLiteral::Take() && {
     text_.push_back('}');
     return std::move(text_);
   }
-  // array_recv's header: dimensions, a has-nulls flag and the element type,
-  // then each dimension's size and lower bound; no dimension when empty.
-  std::string out;
-  out.reserve(20 + text_.size());
-  AppendBigEndian(out, count_ > 0 ? 1 : 0, 4);
-  AppendBigEndian(out, has_null_ ? 1 : 0, 4);
-  AppendBigEndian(out, static_cast<uint32_t>(*type_), 4);
-  if (count_ > 0) {
-    AppendBigEndian(out, static_cast<uint32_t>(count_), 4);
-    AppendBigEndian(out, 1, 4);
+  char* at = text_.data();
+  at = PutBigEndian(at, count_ > 0 ? 1 : 0, 4);
+  at = PutBigEndian(at, has_null_ ? 1 : 0, 4);
+  at = PutBigEndian(at, static_cast<uint32_t>(*type_), 4);
+  if (count_ == 0) {
+    text_.resize(at - text_.data());  // an empty array has no dimension
+  } else {
+    at = PutBigEndian(at, static_cast<uint32_t>(count_), 4);
+    PutBigEndian(at, 1, 4);
   }
-  out.append(text_);
-  return out;
+  return std::move(text_);
 }
 
 // --- Params -----------------------------------------------------------------

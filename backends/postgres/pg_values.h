@@ -90,7 +90,7 @@ class ArrayLiteral {
   // Binary form: the element's length, then (the caller) its bytes.
   void StartElement(int32_t length, std::initializer_list<ElementType> types);
   std::optional<ElementType> type_;
-  std::string text_ = "{";  // the literal so far, or the binary elements
+  std::string text_ = "{";  // the literal so far, or header and elements
   int32_t count_ = 0;
   bool has_null_ = false;
 };
