@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cstddef>
+#include <utility>
+#include <vector>
 
 namespace sluice {
 namespace {
@@ -34,41 +36,65 @@ std::string PercentDecoded(std::string_view text) {
   return decoded;
 }
 
-// "scheme://user:PASSWORD@host...": hides PASSWORD. The password runs from
+// A range [begin, end) of a URL to hide.
+struct Span {
+  size_t begin;
+  size_t end;
+};
+
+// "scheme://user:PASSWORD@host...": PASSWORD's span. The password runs from
 // the first ':' to the LAST '@', so unescaped '@', '/' or '?' in it cannot
 // cut it short; a ':' after an '@' belongs to a host, not a password.
-std::string RedactUserinfo(std::string_view url, size_t authority) {
+void AddUserinfoPassword(std::string_view url, size_t authority,
+                         std::vector<Span>& spans) {
   const size_t at = url.rfind('@');
   const size_t colon = url.find(':', authority);
   if (at == std::string_view::npos || at < authority ||
       colon == std::string_view::npos || colon > at ||
       url.substr(authority, colon - authority).find('@') !=
           std::string_view::npos) {
-    return std::string(url);
+    return;
   }
-  std::string redacted(url.substr(0, colon + 1));
-  redacted += kHidden;
-  redacted += url.substr(at);
-  return redacted;
+  spans.push_back({colon + 1, at});
 }
 
-// Hides the value of every "password=" query parameter after `from`.
-std::string RedactQueryPasswords(std::string url, size_t from) {
+// The value of every "password=" query parameter after `from`.
+void AddQueryPasswords(std::string_view url, size_t from,
+                       std::vector<Span>& spans) {
   size_t start = url.find_first_of("?&", from);
-  while (start != std::string::npos) {
+  while (start != std::string_view::npos) {
     const size_t key = start + 1;
     const size_t end = std::min(url.find('&', key), url.size());
     const size_t equals = url.find('=', key);
-    if (equals != std::string::npos && equals < end &&
-        PercentDecoded(std::string_view(url).substr(key, equals - key)) ==
-            kPasswordKey) {
-      url.replace(equals + 1, end - equals - 1, kHidden);
+    if (equals != std::string_view::npos && equals < end &&
+        PercentDecoded(url.substr(key, equals - key)) == kPasswordKey) {
+      spans.push_back({equals + 1, end});
     }
     // From the next separator of either kind: an '&' before the '?' (in a
     // malformed host) must not hide the query that follows.
     start = url.find_first_of("?&", key);
   }
-  return url;
+}
+
+// `url` with each run of touching or overlapping spans written as kHidden.
+std::string Hide(std::string_view url, std::vector<Span> spans) {
+  std::sort(spans.begin(), spans.end(),
+            [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  std::string hidden;
+  size_t copied = 0;
+  for (size_t i = 0; i < spans.size();) {
+    size_t end = spans[i].end;
+    size_t j = i + 1;
+    while (j < spans.size() && spans[j].begin <= end) {
+      end = std::max(end, spans[j++].end);
+    }
+    hidden += url.substr(copied, spans[i].begin - copied);
+    hidden += kHidden;
+    copied = end;
+    i = j;
+  }
+  hidden += url.substr(copied);
+  return hidden;
 }
 
 // "postgresql", "sqlite+x": what may come before "://" in a URI.
@@ -150,8 +176,14 @@ std::string RedactUrl(std::string_view url) {
   const size_t scheme_end = url.find("://");
   if (scheme_end != std::string_view::npos &&
       IsScheme(url.substr(0, scheme_end))) {
+    // Both readings are taken on the URL as written and their spans joined:
+    // where they overlap (a query password holding the last '@'), hiding
+    // one must not leave the rest of the other in view.
     const size_t authority = scheme_end + 3;
-    return RedactQueryPasswords(RedactUserinfo(url, authority), authority);
+    std::vector<Span> spans;
+    AddUserinfoPassword(url, authority, spans);
+    AddQueryPasswords(url, authority, spans);
+    return Hide(url, std::move(spans));
   }
   if (url.find('=') != std::string_view::npos) return RedactKeywordValues(url);
   return std::string(url);

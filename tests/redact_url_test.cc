@@ -39,6 +39,15 @@ TEST(RedactUrlTest, QueryPasswordAfterAnAmpersandInTheHost_IsHidden) {
             "postgres://&/app?password=***");
 }
 
+// libpq ends the userinfo at the first '/', so here the only '@' is inside
+// the query's password, which must not be left half in view.
+TEST(RedactUrlTest, QueryPasswordHoldingTheLastAt_IsHiddenWhole) {
+  // Found by fuzz/backend_url_fuzzer.cc.
+  EXPECT_EQ(RedactUrl("postgres://host:5&=x/db?password=@s3cret/p"),
+            "postgres://host:***");
+  EXPECT_EQ(RedactUrl("postgres://u:a&password=b@db/app"), "postgres://u:***");
+}
+
 TEST(RedactUrlTest, KeywordValuePassword_IsHidden) {
   EXPECT_EQ(RedactUrl("host=db password=s3cret user=app"),
             "host=db password=*** user=app");

@@ -8,7 +8,8 @@
 // itself. It works on malformed URLs too, erring on the side of hiding: in
 // the URI form everything from the first ':' after "scheme://" to the last
 // '@' is hidden, so a password holding an unescaped '/', '?' or '@' is still
-// hidden whole (and perhaps some of the host with it).
+// hidden whole (and perhaps some of the host with it); where that span and a
+// query password overlap, both are hidden as one.
 //
 // Thread-safe (a pure function).
 #ifndef SLUICE_REDACT_URL_H_
