@@ -1,10 +1,12 @@
 #include "pg_values.h"
 
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <charconv>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 
 #include "sluice/internal/strings.h"
 #include "sluice/records.h"
@@ -216,17 +218,21 @@ namespace {
 // Microseconds between the Unix epoch and Postgres's, 2000-01-01 UTC.
 constexpr int64_t kPostgresEpochMicros = 946'684'800'000'000;
 
-// Writes into `at` the low `bytes` bytes of `value`, most significant first.
-char* PutBigEndian(char* at, uint64_t value, int bytes) {
-  for (int i = bytes - 1; i >= 0; --i, value >>= 8) {
-    at[i] = static_cast<char>(value & 0xFF);
+// Write `value` into `at`, most significant byte first; return the end.
+char* Put32(char* at, uint32_t value) {
+  if constexpr (std::endian::native == std::endian::little) {
+    value = __builtin_bswap32(value);
   }
-  return at + bytes;
+  std::memcpy(at, &value, sizeof(value));
+  return at + sizeof(value);
 }
 
-void AppendBigEndian(std::string& out, uint64_t value, int bytes) {
-  char buffer[8];
-  out.append(buffer, PutBigEndian(buffer, value, bytes));
+char* Put64(char* at, uint64_t value) {
+  if constexpr (std::endian::native == std::endian::little) {
+    value = __builtin_bswap64(value);
+  }
+  std::memcpy(at, &value, sizeof(value));
+  return at + sizeof(value);
 }
 
 }  // namespace
@@ -235,6 +241,7 @@ void AppendBigEndian(std::string& out, uint64_t value, int bytes) {
 // the dimension's size and lower bound. Reserved here and filled by Take, so
 // the elements are written once, after it.
 constexpr size_t kBinaryHeader = 20;
+constexpr int32_t kLengthBytes = 4;  // before each element: its length
 
 ArrayLiteral::ArrayLiteral(ElementType type)
     : type_(type), text_(kBinaryHeader, '\0') {}
@@ -243,18 +250,24 @@ void ArrayLiteral::Separate() {
   if (text_.size() > 1) text_.push_back(',');
 }
 
-void ArrayLiteral::StartElement(int32_t length,
-                                std::initializer_list<ElementType> types) {
+void ArrayLiteral::CountElement(std::initializer_list<ElementType> types) {
   assert(std::find(types.begin(), types.end(), *type_) != types.end());
   (void)types;
   ++count_;
-  AppendBigEndian(text_, static_cast<uint32_t>(length), 4);
+}
+
+void ArrayLiteral::AppendElement(char* buffer, int32_t length,
+                                 std::initializer_list<ElementType> types) {
+  CountElement(types);
+  Put32(buffer, static_cast<uint32_t>(length));
+  text_.append(buffer, kLengthBytes + length);
 }
 
 ArrayLiteral& ArrayLiteral::Text(std::string_view value) {
   if (binary()) {
-    StartElement(static_cast<int32_t>(value.size()),
-                 {ElementType::kText, ElementType::kJson});
+    CountElement({ElementType::kText, ElementType::kJson});
+    char length[kLengthBytes];
+    text_.append(length, Put32(length, static_cast<uint32_t>(value.size())));
     text_.append(value);
     return *this;
   }
@@ -267,8 +280,13 @@ ArrayLiteral& ArrayLiteral::Int(int64_t value) {
   if (binary()) {
     const int bytes = *type_ == ElementType::kInt4 ? 4 : 8;
     assert(bytes == 8 || (value >= INT32_MIN && value <= INT32_MAX));
-    StartElement(bytes, {ElementType::kInt4, ElementType::kInt8});
-    AppendBigEndian(text_, static_cast<uint64_t>(value), bytes);
+    char element[kLengthBytes + 8];
+    if (bytes == 8) {
+      Put64(element + kLengthBytes, static_cast<uint64_t>(value));
+    } else {
+      Put32(element + kLengthBytes, static_cast<uint32_t>(value));
+    }
+    AppendElement(element, bytes, {ElementType::kInt4, ElementType::kInt8});
     return *this;
   }
   Separate();
@@ -294,8 +312,9 @@ ArrayLiteral& ArrayLiteral::OptionalInt(std::optional<int64_t> value) {
 
 ArrayLiteral& ArrayLiteral::Bool(bool value) {
   if (binary()) {
-    StartElement(1, {ElementType::kBool});
-    text_.push_back(value ? 1 : 0);
+    char element[kLengthBytes + 1];
+    element[kLengthBytes] = value ? 1 : 0;
+    AppendElement(element, 1, {ElementType::kBool});
     return *this;
   }
   Separate();
@@ -313,8 +332,9 @@ ArrayLiteral& ArrayLiteral::Time(absl::Time value) {
         : value == absl::InfinitePast()
             ? INT64_MIN
             : absl::ToUnixMicros(value) - kPostgresEpochMicros;
-    StartElement(8, {ElementType::kTimestamptz});
-    AppendBigEndian(text_, static_cast<uint64_t>(micros), 8);
+    char element[kLengthBytes + 8];
+    Put64(element + kLengthBytes, static_cast<uint64_t>(micros));
+    AppendElement(element, 8, {ElementType::kTimestamptz});
     return *this;
   }
   Separate();
@@ -330,9 +350,9 @@ ArrayLiteral& ArrayLiteral::OptionalTime(std::optional<absl::Time> value) {
 
 ArrayLiteral& ArrayLiteral::RunId(const sluice::RunId& value) {
   if (binary()) {
-    StartElement(16, {ElementType::kUuid});
-    AppendBigEndian(text_, value.high(), 8);
-    AppendBigEndian(text_, value.low(), 8);
+    char element[kLengthBytes + 16];
+    Put64(Put64(element + kLengthBytes, value.high()), value.low());
+    AppendElement(element, 16, {ElementType::kUuid});
     return *this;
   }
   Separate();
@@ -353,7 +373,8 @@ ArrayLiteral& ArrayLiteral::Null() {
   if (binary()) {
     ++count_;
     has_null_ = true;
-    AppendBigEndian(text_, static_cast<uint32_t>(-1), 4);
+    char length[kLengthBytes];
+    text_.append(length, Put32(length, static_cast<uint32_t>(-1)));
     return *this;
   }
   Separate();
@@ -367,14 +388,14 @@ std::string ArrayLiteral::Take() && {
     return std::move(text_);
   }
   char* at = text_.data();
-  at = PutBigEndian(at, count_ > 0 ? 1 : 0, 4);
-  at = PutBigEndian(at, has_null_ ? 1 : 0, 4);
-  at = PutBigEndian(at, static_cast<uint32_t>(*type_), 4);
+  at = Put32(at, count_ > 0 ? 1 : 0);
+  at = Put32(at, has_null_ ? 1 : 0);
+  at = Put32(at, static_cast<uint32_t>(*type_));
   if (count_ == 0) {
     text_.resize(at - text_.data());  // an empty array has no dimension
   } else {
-    at = PutBigEndian(at, static_cast<uint32_t>(count_), 4);
-    PutBigEndian(at, 1, 4);
+    at = Put32(at, static_cast<uint32_t>(count_));
+    Put32(at, 1);
   }
   return std::move(text_);
 }

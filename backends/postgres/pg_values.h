@@ -87,8 +87,14 @@ class ArrayLiteral {
 
  private:
   void Separate();
-  // Binary form: the element's length, then (the caller) its bytes.
-  void StartElement(int32_t length, std::initializer_list<ElementType> types);
+  // Binary form: checks (in debug builds) that the element suits the
+  // array's type, and counts it.
+  void CountElement(std::initializer_list<ElementType> types);
+  // Binary form: CountElement, then appends in one piece the element whose
+  // `length` bytes the caller stored in `buffer` after 4 bytes of room,
+  // where its length goes.
+  void AppendElement(char* buffer, int32_t length,
+                     std::initializer_list<ElementType> types);
   std::optional<ElementType> type_;
   std::string text_ = "{";  // the literal so far, or header and elements
   int32_t count_ = 0;
