@@ -175,6 +175,25 @@ TEST(RunId, ParsesItsOwnTextAndRejectsOtherText) {
   EXPECT_NE(RunId::Random(), RunId::Random());
 }
 
+TEST(RunId, ParsesEitherCaseAndRejectsAnyOneCharacterOutOfPlace) {
+  const std::string text = "0193a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
+  absl::StatusOr<RunId> id = RunId::Parse(text);
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(id->high(), 0x0193a1b2c3d47e5fULL);
+  EXPECT_EQ(id->low(), 0x8a9b0c1d2e3f4a5bULL);
+  EXPECT_EQ(
+      RunId::Parse("0193A1B2-C3D4-7E5F-8A9B-0C1D2E3F4A5B").value_or(RunId()),
+      *id);
+  for (size_t i = 0; i < text.size(); ++i) {
+    for (char bad : {'g', 'G', '-', ' ', '\0', '\xff'}) {
+      if (bad == '-' && text[i] == '-') continue;
+      std::string wrong = text;
+      wrong[i] = text[i] == '-' ? '0' : bad;
+      EXPECT_FALSE(RunId::Parse(wrong).ok()) << i << " " << wrong;
+    }
+  }
+}
+
 TEST(RunId, IncreasesWithinAProcess_EvenPastThe12BitCounter) {
   // More ids than one millisecond's counter holds, made faster than that.
   RunId prev = RunId::Random();

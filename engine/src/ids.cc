@@ -1,6 +1,8 @@
 #include "sluice/ids.h"
 
+#include <array>
 #include <atomic>
+#include <cstdint>
 
 #include "absl/random/random.h"
 #include "absl/strings/str_cat.h"
@@ -16,12 +18,22 @@ uint64_t RandomWord() {
   return absl::Uniform<uint64_t>(gen);
 }
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
+// Each byte's value as a hexadecimal digit, or -1.
+constexpr std::array<int8_t, 256> kHexValue = [] {
+  std::array<int8_t, 256> values{};
+  for (int c = 0; c < 256; ++c) {
+    values[c] = c >= '0' && c <= '9'   ? c - '0'
+                : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                       : -1;
+  }
+  return values;
+}();
+
+// Where a UUID's 32 digits sit in its 8-4-4-4-12 text.
+constexpr std::array<uint8_t, 32> kDigitAt = {
+    0,  1,  2,  3,  4,  5,  6,  7,  9,  10, 11, 12, 14, 15, 16, 17,
+    19, 20, 21, 22, 24, 25, 26, 27, 28, 29, 30, 31, 32, 33, 34, 35};
 
 }  // namespace
 
@@ -59,21 +71,27 @@ absl::StatusOr<RunId> RunId::Parse(std::string_view text) {
         StrCat("run id \"", text.substr(0, 64),
                "\" is not a UUID (expected 8-4-4-4-12 hexadecimal digits)"));
   };
-  if (text.size() != 36) return invalid();
-  uint64_t words[2] = {0, 0};
-  int digit = 0;
-  for (size_t i = 0; i < text.size(); ++i) {
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (text[i] != '-') return invalid();
-      continue;
-    }
-    int v = HexValue(text[i]);
-    if (v < 0) return invalid();
-    uint64_t& word = words[digit / 16];
-    word = (word << 4) | static_cast<uint64_t>(v);
-    ++digit;
+  // By table and without a branch per digit: every run id read back from a
+  // store's text passes here.
+  if (text.size() != 36 || text[8] != '-' || text[13] != '-' ||
+      text[18] != '-' || text[23] != '-') {
+    return invalid();
   }
-  return RunId(words[0], words[1]);
+  int seen = 0;  // negative once any digit is not one
+  auto word = [&](int first_digit) {
+    uint64_t bits = 0;
+    for (int digit = first_digit; digit < first_digit + 16; ++digit) {
+      const int v =
+          kHexValue[static_cast<unsigned char>(text[kDigitAt[digit]])];
+      seen |= v;
+      bits = (bits << 4) | static_cast<uint64_t>(v & 15);
+    }
+    return bits;
+  };
+  const uint64_t high = word(0);
+  const uint64_t low = word(16);
+  if (seen < 0) return invalid();
+  return RunId(high, low);
 }
 
 std::string RunId::ToString() const {
