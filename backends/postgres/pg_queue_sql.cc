@@ -123,7 +123,9 @@ std::string ChooseMessages(std::string_view live, int now, int limit,
 // lost. The statement keeps a generic plan, made once per connection and
 // perhaps on empty tables, so every scan of a table is by key: each
 // `= ANY(...)` and the lateral lookups (the LIMIT keeps the planner from
-// flattening the first into a join that filters the queue's tasks) are
+// flattening the first into a join that filters the queue's tasks, and the
+// row lock keeps it from flattening the second: without the lock, a plan
+// made on a small table walked every task for each message) are
 // index or TID conditions; and what passes between the parts is arrays,
 // not joins (a generic plan joins CTEs in nested loops, which once
 // compared every claimed task with every locked one).
